@@ -1,0 +1,117 @@
+// Package event defines the session event vocabulary: the envelope every fact
+// of a session is written in, and the typed payloads of each event type.
+//
+// The JSON shapes follow the original DeepSeek Harness wire (spec
+// dsh-protocols.md §1.4) so the SDK door can forward committed events
+// unchanged to the original's TypeScript and Python clients. The session log
+// stores exactly these envelopes, one per line.
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event types. Names are the original's; readers refuse a log holding an
+// unknown type unless the event says it is ignorable.
+const (
+	TypeTurnStart        = "turn/start"
+	TypeTurnEnd          = "turn/end"
+	TypeStepStart        = "step/start"
+	TypeStepEnd          = "step/end"
+	TypeUserMessage      = "user/message"
+	TypeAssistantMessage = "assistant/message"
+	TypeAssistantAttempt = "assistant/attempt"
+	TypeToolCall         = "tool/call"
+	TypeToolResult       = "tool/result"
+	TypeRequestHeader    = "request/header"
+	TypeRequestContext   = "request/context"
+	TypeInboxSpliced     = "agent/inbox/spliced"
+	TypeSessionTitle     = "session/title"
+	TypeTodoWrite        = "todo/write"
+	TypeSessionEndSeed   = "session/end-seed"
+	// Types of our own. They are marked ignorable when written, so a reader
+	// that does not know them (the original's) may skip them.
+	TypeSubagentStart      = "subagent/start"
+	TypeSubagentEnd        = "subagent/end"
+	TypePermissionDecision = "permission/decision"
+	TypeConfigChange       = "session/config"
+)
+
+// known lists every type this package can decode. A log containing another
+// type that is not marked ignorable is refused.
+var known = map[string]bool{
+	TypeTurnStart: true, TypeTurnEnd: true, TypeStepStart: true, TypeStepEnd: true,
+	TypeUserMessage: true, TypeAssistantMessage: true, TypeAssistantAttempt: true,
+	TypeToolCall: true, TypeToolResult: true, TypeRequestHeader: true, TypeRequestContext: true,
+	TypeInboxSpliced: true, TypeSessionTitle: true, TypeTodoWrite: true, TypeSessionEndSeed: true,
+	TypeSubagentStart: true, TypeSubagentEnd: true, TypePermissionDecision: true, TypeConfigChange: true,
+	"assistant/chunk": true, // v0.1.1 logs; carried through, never written by us
+}
+
+// Known reports whether t is an event type this runtime understands.
+func Known(t string) bool { return known[t] }
+
+// Event is the envelope of one committed fact. Data is kept as raw JSON so an
+// event read from disk is forwarded byte for byte, and so the envelope never
+// needs to know every payload type.
+type Event struct {
+	Type            string          `json:"type"`
+	Seq             int64           `json:"seq"`
+	Time            int64           `json:"time"` // epoch milliseconds
+	Data            json.RawMessage `json:"data"`
+	SurfaceOp       json.RawMessage `json:"surfaceOp,omitempty"`
+	SourceEventSeqs []int64         `json:"sourceEventSeqs,omitempty"`
+	Ignorable       bool            `json:"ignorable,omitempty"`
+}
+
+// SurfaceAppend is the surfaceOp of a message that appends to the visible
+// conversation (as opposed to a compaction replacement).
+var SurfaceAppend = json.RawMessage(`"append"`)
+
+// New builds an unsequenced event: the session assigns Seq when it commits.
+// Data is marshalled once here; a payload that cannot be marshalled is a
+// programming error and panics.
+func New(typ string, data any) Event {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		panic(fmt.Sprintf("event: marshal %s payload: %v", typ, err))
+	}
+	ev := Event{Type: typ, Time: time.Now().UnixMilli(), Data: raw}
+	switch typ {
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
+		ev.SurfaceOp = SurfaceAppend
+	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange:
+		ev.Ignorable = true
+	}
+	return ev
+}
+
+// Decode unmarshals the payload of ev into a T.
+func Decode[T any](ev Event) (T, error) {
+	var v T
+	if err := json.Unmarshal(ev.Data, &v); err != nil {
+		return v, fmt.Errorf("decode %s event (seq %d): %w", ev.Type, ev.Seq, err)
+	}
+	return v, nil
+}
+
+// IsAppend reports whether the event's surfaceOp is "append" (or absent on a
+// message type, which older logs may do).
+func (e Event) IsAppend() bool {
+	if len(e.SurfaceOp) == 0 {
+		return true
+	}
+	return string(e.SurfaceOp) == `"append"`
+}
+
+// CommitPoint reports whether an event of this type must be fsynced before it
+// is published: the durable facts a crash must never lose.
+func CommitPoint(typ string) bool {
+	switch typ {
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeTurnEnd, TypeInboxSpliced:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,397 @@
+package event
+
+import "encoding/json"
+
+// Block types of ContentBlock.
+const (
+	BlockText       = "text"
+	BlockReasoning  = "reasoning"
+	BlockImage      = "image"
+	BlockToolCall   = "tool-call"
+	BlockToolResult = "tool-result"
+)
+
+// ContentBlock is one block of message content. It is a tagged union kept as
+// one struct; MarshalJSON writes only the fields of its Type, so `text` is
+// present (even empty) on text and reasoning blocks and absent elsewhere.
+type ContentBlock struct {
+	Type string
+	// text, reasoning
+	Text string
+	// image
+	Attachment *Attachment
+	// tool-call: Arguments is the raw argument string exactly as the model
+	// streamed it, never re-marshalled (prefix-cache stability).
+	ID        string
+	Name      string
+	Arguments string
+	// tool-result
+	ToolCallID string
+	Content    []ContentBlock
+	IsError    bool
+}
+
+// Attachment is a durable reference to image bytes kept in the session's
+// attachment store, named by content hash.
+type Attachment struct {
+	AttachmentID string `json:"attachmentId"` // "sha256:<hex>"
+	MediaType    string `json:"mediaType"`
+	Bytes        int64  `json:"bytes"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	Name         string `json:"name,omitempty"`
+}
+
+// Text returns a text block.
+func Text(s string) ContentBlock { return ContentBlock{Type: BlockText, Text: s} }
+
+// Reasoning returns a reasoning block.
+func Reasoning(s string) ContentBlock { return ContentBlock{Type: BlockReasoning, Text: s} }
+
+type wireBlock struct {
+	Type       string          `json:"type"`
+	Text       *string         `json:"text,omitempty"`
+	Attachment *Attachment     `json:"attachment,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  *string         `json:"arguments,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Content    *[]ContentBlock `json:"content,omitempty"`
+	IsError    *bool           `json:"isError,omitempty"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	w := wireBlock{Type: b.Type}
+	switch b.Type {
+	case BlockText, BlockReasoning:
+		w.Text = &b.Text
+	case BlockImage:
+		w.Attachment = b.Attachment
+	case BlockToolCall:
+		w.ID, w.Name, w.Arguments = b.ID, b.Name, &b.Arguments
+	case BlockToolResult:
+		c := b.Content
+		if c == nil {
+			c = []ContentBlock{}
+		}
+		w.ToolCallID, w.Content, w.IsError = b.ToolCallID, &c, &b.IsError
+	default:
+		if b.Text != "" {
+			w.Text = &b.Text
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Tool-result content may be a
+// plain string in other writers' logs; it is read as one text block.
+func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Type       string          `json:"type"`
+		Text       string          `json:"text"`
+		Attachment *Attachment     `json:"attachment"`
+		ID         string          `json:"id"`
+		Name       string          `json:"name"`
+		Arguments  json.RawMessage `json:"arguments"`
+		ToolCallID string          `json:"toolCallId"`
+		Content    json.RawMessage `json:"content"`
+		IsError    bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*b = ContentBlock{Type: w.Type, Text: w.Text, Attachment: w.Attachment, ID: w.ID, Name: w.Name,
+		ToolCallID: w.ToolCallID, IsError: w.IsError}
+	if len(w.Arguments) > 0 {
+		var s string
+		if json.Unmarshal(w.Arguments, &s) == nil {
+			b.Arguments = s
+		} else {
+			b.Arguments = string(w.Arguments)
+		}
+	}
+	if len(w.Content) > 0 && string(w.Content) != "null" {
+		var s string
+		if json.Unmarshal(w.Content, &s) == nil {
+			b.Content = []ContentBlock{Text(s)}
+		} else if err := json.Unmarshal(w.Content, &b.Content); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JoinText concatenates the text blocks of content (not reasoning).
+func JoinText(content []ContentBlock) string {
+	n := 0
+	for _, c := range content {
+		if c.Type == BlockText {
+			n += len(c.Text)
+		}
+	}
+	out := make([]byte, 0, n)
+	for _, c := range content {
+		if c.Type == BlockText {
+			out = append(out, c.Text...)
+		}
+	}
+	return string(out)
+}
+
+// Source says where a message came from.
+type Source struct {
+	Kind     string `json:"kind"` // user | plugin | model | tool
+	Plugin   string `json:"plugin,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	CallID   string `json:"callId,omitempty"`
+}
+
+// Message is a user, assistant or tool-result message.
+type Message struct {
+	ID      string         `json:"id"`
+	Role    string         `json:"role"`
+	Content []ContentBlock `json:"content"`
+	Source  Source         `json:"source"`
+}
+
+// Usage is token usage of one model call, in disjoint buckets as the
+// original: InputTokens excludes cache reads.
+type Usage struct {
+	InputTokens      int64  `json:"inputTokens"`
+	OutputTokens     int64  `json:"outputTokens"`
+	TotalTokens      *int64 `json:"totalTokens,omitempty"`
+	CacheReadTokens  *int64 `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens *int64 `json:"cacheWriteTokens,omitempty"`
+	ReasoningTokens  *int64 `json:"reasoningTokens,omitempty"`
+}
+
+// ErrorInfo describes a failure: of a turn, an attempt or a tool.
+type ErrorInfo struct {
+	Message              string `json:"message"`
+	Code                 string `json:"code"`
+	Status               int    `json:"status,omitempty"`
+	ProviderRetryAfterMs int64  `json:"providerRetryAfterMs,omitempty"`
+	RequestID            string `json:"requestId,omitempty"`
+}
+
+// Turn-end reason kinds.
+const (
+	ReasonCompleted   = "completed"
+	ReasonAborted     = "aborted"
+	ReasonBlocked     = "blocked"
+	ReasonError       = "error"
+	ReasonMaxTokens   = "max-tokens"
+	ReasonInterrupted = "interrupted"
+	ReasonRefusal     = "refusal" // content_filter; ours, mapped to ACP refusal
+)
+
+// TurnEndReason is why a turn ended. Reason is set for aborted (who
+// aborted: user|parent|disposed); Error for error; Detail says why a turn was
+// blocked (step cap, loop).
+type TurnEndReason struct {
+	Kind   string     `json:"kind"`
+	Reason *KindOnly  `json:"reason,omitempty"`
+	Error  *ErrorInfo `json:"error,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+}
+
+// KindOnly is a `{kind}` object.
+type KindOnly struct {
+	Kind string `json:"kind"`
+}
+
+// TurnStart is the payload of turn/start.
+type TurnStart struct {
+	Turn int `json:"turn"`
+}
+
+// TurnEnd is the payload of turn/end.
+type TurnEnd struct {
+	Turn   int           `json:"turn"`
+	Reason TurnEndReason `json:"reason"`
+}
+
+// Step is the payload of step/start and step/end.
+type Step struct {
+	Turn int `json:"turn"`
+	Step int `json:"step"`
+}
+
+// AssistantMessage is the payload of assistant/message: one committed model
+// call. Content holds reasoning, text and tool-call blocks in stream order.
+type AssistantMessage struct {
+	Turn         int     `json:"turn"`
+	Step         int     `json:"step"`
+	Message      Message `json:"message"`
+	Usage        *Usage  `json:"usage,omitempty"`
+	Interrupted  bool    `json:"interrupted,omitempty"`
+	FinishReason string  `json:"finishReason,omitempty"` // the provider's finish_reason
+}
+
+// AssistantAttempt is the payload of assistant/attempt: a model call that
+// failed or was retried and committed no message.
+type AssistantAttempt struct {
+	Turn    int        `json:"turn"`
+	Step    int        `json:"step"`
+	Attempt int        `json:"attempt"`
+	Error   *ErrorInfo `json:"error,omitempty"`
+	Usage   *Usage     `json:"usage,omitempty"`
+}
+
+// ToolCall is the payload of tool/call.
+type ToolCall struct {
+	Turn      int    `json:"turn"`
+	Step      int    `json:"step"`
+	CallID    string `json:"callId"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolErrorInfo names a tool failure class.
+type ToolErrorInfo struct {
+	Name string `json:"name"`
+	Code string `json:"code"`
+}
+
+// Tool error codes written by the runtime itself.
+const (
+	ToolInvalidArguments      = "INVALID_ARGUMENTS"
+	ToolUnknown               = "UNKNOWN_TOOL"
+	ToolPermissionDenied      = "PERMISSION_DENIED"
+	ToolAbortedBeforeDispatch = "ABORTED_BEFORE_DISPATCH"
+	ToolAborted               = "ABORTED"
+	ToolOutcomeUnknown        = "TOOL_OUTCOME_UNKNOWN"
+	ToolFailed                = "TOOL_FAILED"
+)
+
+// ToolResult is the payload of tool/result. Message.Content holds exactly one
+// tool-result block. Meta carries tool-specific structure for the doors
+// (a diff, an exit code, the paths touched).
+type ToolResult struct {
+	Turn    int             `json:"turn"`
+	Step    int             `json:"step"`
+	Message Message         `json:"message"`
+	Error   *ToolErrorInfo  `json:"error,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+// Result returns the tool-result block of r, or a zero block.
+func (r ToolResult) Result() ContentBlock {
+	for _, c := range r.Message.Content {
+		if c.Type == BlockToolResult {
+			return c
+		}
+	}
+	return ContentBlock{}
+}
+
+// ToolMeta is the structured side of a tool result, for the doors.
+type ToolMeta struct {
+	Kind      string   `json:"kind,omitempty"` // read|edit|search|execute|think|other
+	Paths     []string `json:"paths,omitempty"`
+	Diff      *Diff    `json:"diff,omitempty"`
+	ExitCode  *int     `json:"exitCode,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
+	Terminal  string   `json:"terminalId,omitempty"`
+}
+
+// Diff is a whole-file change: OldText nil means the file was created.
+type Diff struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"oldText"`
+	NewText string  `json:"newText"`
+	Unified string  `json:"unified,omitempty"`
+}
+
+// Config is the model configuration of a session.
+type Config struct {
+	Provider        string `json:"provider"`
+	Model           string `json:"model"`
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	MaxTokens       int    `json:"maxTokens,omitempty"`
+}
+
+// RequestHeader is the payload of request/header: the stable part of every
+// model request (system prompt and tools), recorded when it is first used
+// and whenever it changes.
+type RequestHeader struct {
+	Header struct {
+		Config Config          `json:"config"`
+		System string          `json:"system,omitempty"`
+		Tools  json.RawMessage `json:"tools,omitempty"`
+	} `json:"header"`
+	Reason string `json:"reason"` // initial | resume | change
+}
+
+// RequestContext is the payload of request/context.
+type RequestContext struct {
+	Provider      string `json:"provider"`
+	Model         string `json:"model"`
+	ContextWindow int64  `json:"contextWindow,omitempty"`
+}
+
+// InboxSpliced is the payload of agent/inbox/spliced: a prompt entering the
+// session's inbox (Inserted) or being claimed by a turn (RemovedCount).
+type InboxSpliced struct {
+	Target       string    `json:"target"` // next-turn | next-step
+	Start        int       `json:"start"`
+	RemovedCount *int      `json:"removedCount,omitempty"`
+	Inserted     []Message `json:"inserted"`
+	Outcome      string    `json:"outcome,omitempty"`
+}
+
+// SessionTitle is the payload of session/title.
+type SessionTitle struct {
+	Title string `json:"title"`
+}
+
+// Todo is one entry of a todo list.
+type Todo struct {
+	Content string `json:"content"`
+	Status  string `json:"status"` // pending | in_progress | completed
+}
+
+// TodoWrite is the payload of todo/write.
+type TodoWrite struct {
+	Turn  int    `json:"turn,omitempty"`
+	Todos []Todo `json:"todos"`
+}
+
+// SubagentStart is the payload of subagent/start: a tool call delegated to
+// a child session.
+type SubagentStart struct {
+	CallID         string `json:"callId"`
+	Provider       string `json:"provider"`
+	ChildSessionID string `json:"childSessionId"`
+	Description    string `json:"description,omitempty"`
+}
+
+// SubagentEnd is the payload of subagent/end.
+type SubagentEnd struct {
+	CallID         string `json:"callId"`
+	Provider       string `json:"provider"`
+	ChildSessionID string `json:"childSessionId"`
+	StopReason     string `json:"stopReason"`
+	Local          bool   `json:"local"`
+	Output         string `json:"output,omitempty"`
+}
+
+// PermissionDecision is the payload of permission/decision: what the gate
+// decided for one tool call, and why.
+type PermissionDecision struct {
+	CallID   string `json:"callId"`
+	Tool     string `json:"tool"`
+	Decision string `json:"decision"` // allow | deny | cancelled
+	By       string `json:"by"`       // mode | rule | user | no-asker
+	Rule     string `json:"rule,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// ConfigChange is the payload of session/config: a change of model,
+// reasoning effort or permission mode made after the session started.
+type ConfigChange struct {
+	Config         Config `json:"config"`
+	PermissionMode string `json:"permissionMode,omitempty"`
+}

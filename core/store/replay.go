@@ -1,0 +1,356 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// wrapErr is an error with its own full message that still matches one of
+// the package's sentinel errors under errors.Is. fmt.Errorf("%w") would glue
+// the sentinel's text onto ours ("session "x": session does not exist").
+type wrapErr struct {
+	msg string
+	err error
+}
+
+func (e *wrapErr) Error() string { return e.msg }
+func (e *wrapErr) Unwrap() error { return e.err }
+
+func notFound(id string) error {
+	return &wrapErr{msg: fmt.Sprintf("session %q does not exist", id), err: ErrNotFound}
+}
+
+func corrupt(file string, line int, format string, args ...any) error {
+	return &wrapErr{
+		msg: fmt.Sprintf("session log %s is corrupt at line %d: %s", file, line, fmt.Sprintf(format, args...)),
+		err: ErrCorrupt,
+	}
+}
+
+// parsed is a log file as read from disk.
+type parsed struct {
+	header Header
+	events []event.Event
+	// good is the byte length of the valid prefix: the header and every
+	// complete record. Anything after it is a torn last line.
+	good int64
+	torn bool
+}
+
+// readBufSize is the bufio buffer of replay. Lines longer than it are
+// assembled in a side buffer, so there is no line length limit.
+const readBufSize = 256 << 10
+
+// parseLog reads and validates a whole log: header first, then events with
+// seq i on line i+2, each of a known type unless marked ignorable. A last
+// line that is incomplete or not JSON is a torn write and is reported in
+// torn; any other damage is ErrCorrupt, and a header of another format
+// version is ErrVersion. name only labels errors. sizeHint (file size, or 0)
+// pre-sizes the event slice.
+func parseLog(r io.Reader, name string, sizeHint int64) (*parsed, error) {
+	br := bufio.NewReaderSize(r, readBufSize)
+	var long []byte
+	// next returns the next line including its '\n' (absent on a last line
+	// that has none), or io.EOF when no bytes are left.
+	next := func() ([]byte, error) {
+		long = long[:0]
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				long = append(long, chunk...)
+				continue
+			}
+			if len(long) > 0 {
+				long = append(long, chunk...)
+				chunk = long
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			if len(chunk) == 0 {
+				return nil, io.EOF
+			}
+			return chunk, nil
+		}
+	}
+	atEOF := func() bool {
+		_, err := br.Peek(1)
+		return errors.Is(err, io.EOF)
+	}
+
+	p := &parsed{}
+	line, err := next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, corrupt(name, 1, "the file is empty (no session header)")
+	case err != nil:
+		return nil, fmt.Errorf("read session log %s: %w", name, err)
+	case line[len(line)-1] != '\n':
+		return nil, corrupt(name, 1, "the session header line is incomplete")
+	}
+	if err := decodeHeader(line, &p.header, name); err != nil {
+		return nil, err
+	}
+	p.good = int64(len(line))
+
+	if sizeHint > 0 {
+		p.events = make([]event.Event, 0, sizeHint/256+16)
+	}
+	for lineNo := 2; ; lineNo++ {
+		line, err := next()
+		if errors.Is(err, io.EOF) {
+			return p, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read session log %s: %w", name, err)
+		}
+		if line[len(line)-1] != '\n' {
+			p.torn = true // only the last line can lack its newline
+			return p, nil
+		}
+		seq := int64(len(p.events))
+		p.events = append(p.events, event.Event{})
+		ev := &p.events[seq]
+		if err := decodeEvent(line[:len(line)-1], ev); err != nil {
+			p.events = p.events[:seq]
+			if atEOF() {
+				p.torn = true
+				return p, nil
+			}
+			return nil, corrupt(name, lineNo, "not a JSON event: %v", err)
+		}
+		if ev.Seq != seq {
+			return nil, corrupt(name, lineNo, "event seq %d where %d was expected", ev.Seq, seq)
+		}
+		if !event.Known(ev.Type) && !ev.Ignorable {
+			return nil, corrupt(name, lineNo, "unknown event type %q not marked ignorable", ev.Type)
+		}
+		p.good += int64(len(line))
+	}
+}
+
+// decodeHeader checks and decodes a header line (with or without '\n').
+func decodeHeader(line []byte, h *Header, name string) error {
+	var probe struct {
+		Type    string          `json:"type"`
+		Version json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return corrupt(name, 1, "the session header is not JSON: %v", err)
+	}
+	if probe.Type != "session" {
+		return corrupt(name, 1, "the first line is not a session header (type %q)", probe.Type)
+	}
+	if string(probe.Version) != strconv.Itoa(FormatVersion) {
+		v := string(probe.Version)
+		if v == "" {
+			v = "missing"
+		}
+		return &wrapErr{
+			msg: fmt.Sprintf("session log %s has format version %s; this dsh reads only version %d", name, v, FormatVersion),
+			err: ErrVersion,
+		}
+	}
+	if err := json.Unmarshal(line, h); err != nil {
+		return corrupt(name, 1, "bad session header: %v", err)
+	}
+	if h.ID == "" {
+		return corrupt(name, 1, "the session header has no id")
+	}
+	return nil
+}
+
+// Synthetic tool-error name and text written for calls whose outcome was
+// lost because the process stopped.
+const (
+	toolErrorName   = "ToolError"
+	outcomeLostText = "dsh stopped before the outcome of this tool call was recorded, so it may or may not have run. " +
+		"Check its effects before running it again."
+)
+
+// closeTurn returns the events that close an unfinished turn at the end of
+// events (nil if the last turn ended): a TOOL_OUTCOME_UNKNOWN result for
+// every call of the turn that has none, a step/end for an open step, and a
+// turn/end of kind interrupted. Seqs continue from len(events); every event
+// gets time now. Message ids are derived from the session id and seq, so a
+// read-only replay and a later repair name them alike. file labels errors.
+func closeTurn(events []event.Event, sessionID string, now int64, file string) ([]event.Event, error) {
+	start := -1
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type == event.TypeTurnEnd {
+			return nil, nil
+		}
+		if events[i].Type == event.TypeTurnStart {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil, nil
+	}
+	type call struct {
+		id         string
+		turn, step int
+	}
+	var (
+		calls    []call
+		seen     = map[string]bool{}
+		results  = map[string]bool{}
+		turn     int
+		step     event.Step
+		stepOpen bool
+	)
+	addCall := func(id string, turn, step int) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			calls = append(calls, call{id, turn, step})
+		}
+	}
+	for i := start; i < len(events); i++ {
+		ev := events[i]
+		bad := func(err error) error {
+			return corrupt(file, i+2, "bad %s payload: %v", ev.Type, err)
+		}
+		switch ev.Type {
+		case event.TypeTurnStart:
+			var d event.TurnStart
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, bad(err)
+			}
+			turn = d.Turn
+		case event.TypeStepStart:
+			if err := json.Unmarshal(ev.Data, &step); err != nil {
+				return nil, bad(err)
+			}
+			stepOpen = true
+		case event.TypeStepEnd:
+			stepOpen = false
+		case event.TypeToolCall:
+			var d struct {
+				Turn   int    `json:"turn"`
+				Step   int    `json:"step"`
+				CallID string `json:"callId"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, bad(err)
+			}
+			addCall(d.CallID, d.Turn, d.Step)
+		case event.TypeAssistantMessage:
+			var d struct {
+				Turn    int `json:"turn"`
+				Step    int `json:"step"`
+				Message struct {
+					Content []struct {
+						Type string `json:"type"`
+						ID   string `json:"id"`
+					} `json:"content"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, bad(err)
+			}
+			for _, b := range d.Message.Content {
+				if b.Type == event.BlockToolCall {
+					addCall(b.ID, d.Turn, d.Step)
+				}
+			}
+		case event.TypeToolResult:
+			var d struct {
+				Message struct {
+					Content []struct {
+						Type       string `json:"type"`
+						ToolCallID string `json:"toolCallId"`
+					} `json:"content"`
+					Source struct {
+						CallID string `json:"callId"`
+					} `json:"source"`
+				} `json:"message"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return nil, bad(err)
+			}
+			for _, b := range d.Message.Content {
+				if b.Type == event.BlockToolResult {
+					results[b.ToolCallID] = true
+				}
+			}
+			if d.Message.Source.CallID != "" {
+				results[d.Message.Source.CallID] = true
+			}
+		}
+	}
+
+	var out []event.Event
+	add := func(typ string, data any) event.Event {
+		ev := event.New(typ, data)
+		ev.Seq = int64(len(events) + len(out))
+		ev.Time = now
+		out = append(out, ev)
+		return ev
+	}
+	for _, c := range calls {
+		if results[c.id] {
+			continue
+		}
+		seq := int64(len(events) + len(out))
+		msgID := syntheticID(sessionID, seq)
+		add(event.TypeToolResult, event.ToolResult{
+			Turn: c.turn,
+			Step: c.step,
+			Message: event.Message{
+				ID:   msgID,
+				Role: "user",
+				Content: []event.ContentBlock{{
+					Type:       event.BlockToolResult,
+					ToolCallID: c.id,
+					Content:    []event.ContentBlock{event.Text(outcomeLostText)},
+					IsError:    true,
+				}},
+				Source: event.Source{Kind: "tool", CallID: c.id},
+			},
+			Error: &event.ToolErrorInfo{Name: toolErrorName, Code: event.ToolOutcomeUnknown},
+		})
+	}
+	if stepOpen {
+		add(event.TypeStepEnd, step)
+	}
+	add(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: event.TurnEndReason{Kind: event.ReasonInterrupted}})
+	return out, nil
+}
+
+// firstLine returns the first line of r (without '\n'), however long.
+func firstLine(r io.Reader) ([]byte, bool, error) {
+	br := bufio.NewReaderSize(r, 4096)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return line, false, nil
+		case err != nil:
+			return nil, false, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), true, nil
+	}
+}
+
+// syntheticID names the message of a synthetic event: a UUID (version 8,
+// "custom") made from a hash of the session id and the seq, so every replay
+// of the same log names it alike.
+func syntheticID(sessionID string, seq int64) string {
+	b := sha256.Sum256([]byte("dsh:synthetic:" + sessionID + ":" + strconv.FormatInt(seq, 10)))
+	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

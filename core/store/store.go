@@ -1,0 +1,51 @@
+// Package store keeps session logs on disk: one JSONL file per session,
+// header line first, one event per line, written by one goroutine per
+// session, fsynced at commit points, guarded by a cross-process flock lease.
+//
+// Layout: <root>/<project>/<session-id>/session.jsonl, with the project folder
+// and the id escaped (spec dsh-protocols.md §7) so no id or cwd can leave
+// the root.
+package store
+
+import (
+	"errors"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// FormatVersion is the only log format version this store reads and writes.
+const FormatVersion = 0
+
+// Header is the first line of every session log.
+type Header struct {
+	Type            string `json:"type"` // always "session"
+	Version         int    `json:"version"`
+	ID              string `json:"id"`
+	CreatedAt       string `json:"createdAt"` // RFC 3339, UTC, milliseconds
+	Cwd             string `json:"cwd,omitempty"`
+	ParentSession   string `json:"parentSession,omitempty"`
+	Origin          string `json:"origin,omitempty"` // "run" | "sdk" | "acp" | "subagent"
+	DelegationDepth int    `json:"delegationDepth"`
+	// Config records the model configuration at creation.
+	Config *event.Config `json:"config,omitempty"`
+}
+
+// Info summarises a stored session for listings.
+type Info struct {
+	Header    Header
+	Dir       string
+	Title     string // last session/title, or ""
+	UpdatedAt int64  // epoch ms: time of the last event, else the file mtime
+	Events    int    // number of events
+}
+
+// Errors callers test with errors.Is.
+var (
+	ErrNotFound = errors.New("session does not exist")
+	ErrExists   = errors.New("session already exists")
+	ErrLeased   = errors.New("session is open for writing in another process")
+	ErrCorrupt  = errors.New("session log is corrupt")
+	ErrVersion  = errors.New("session log has an unknown format version")
+	ErrClosed   = errors.New("session log is closed")
+	ErrSequence = errors.New("event seq is not contiguous")
+)

@@ -1,0 +1,10 @@
+module github.com/dsh-dev/dsh
+
+go 1.26
+
+require (
+	github.com/coder/acp-go-sdk v0.13.0
+	github.com/google/uuid v1.6.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+	go.uber.org/goleak v1.3.0
+)
