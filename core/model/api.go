@@ -1,0 +1,174 @@
+// Package model talks to chat-completion models: the DeepSeek official API,
+// any OpenAI-compatible endpoint, and the offline scripted provider. All of
+// them stream through the same Provider interface, so the agent loop cannot
+// tell a script from a network model.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// Message is one chat message of a request, in the provider-neutral shape the
+// loop builds from the session log. The client serialises it with a fixed
+// field order so identical history gives identical bytes.
+type Message struct {
+	Role    string // system | user | assistant | tool
+	Content string
+	// Images are attached to a user message (or a tool result the model
+	// should see). Data is the raw bytes; the client base64-encodes them.
+	Images []Image
+	// Reasoning is the assistant's reasoning_content exactly as streamed.
+	// When thinking is on, every assistant message sends the key, "" when
+	// there was none (DeepSeek 400s otherwise; spec §1.4).
+	Reasoning  string
+	ToolCalls  []ToolCall
+	ToolCallID string // role tool
+}
+
+// Image is image input for a user message.
+type Image struct {
+	MediaType string
+	Data      []byte
+}
+
+// ToolCall is a call the model made. Arguments is the raw string as streamed.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ToolSpec describes a tool to the model. Parameters is a JSON Schema kept
+// as raw bytes so it is sent byte-identical on every request.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// Request is one model call.
+type Request struct {
+	Model           string
+	Messages        []Message // the system message first
+	Tools           []ToolSpec
+	MaxTokens       int
+	ReasoningEffort string // "" = provider default; "off" disables thinking
+	// Attempt is 0 for the first try of a step, 1.. for retries. The scripted
+	// provider uses it to replay injected failures.
+	Attempt int
+}
+
+// Response is a completed model call.
+type Response struct {
+	Reasoning    string
+	Text         string
+	ToolCalls    []ToolCall
+	FinishReason string // stop | tool_calls | length | content_filter
+	Usage        *event.Usage
+	RequestID    string
+}
+
+// DeltaKind says what a live Delta carries.
+type DeltaKind int
+
+// Delta kinds.
+const (
+	DeltaReasoning DeltaKind = iota + 1
+	DeltaText
+	DeltaToolCall // Text holds an argument fragment; Index the call index
+	DeltaKeepAlive
+)
+
+// Delta is a live fragment of a streaming response. Deltas are never
+// persisted; they feed progress displays only.
+type Delta struct {
+	Kind  DeltaKind
+	Index int
+	Text  string
+	// Name is the tool name on the first fragment of a DeltaToolCall
+	// (servers send it once), "" otherwise.
+	Name string
+}
+
+// Caps is what a provider says about a model.
+type Caps struct {
+	Images           bool     // accepts image input
+	Efforts          []string // accepted reasoning efforts; empty = none
+	DefaultEffort    string
+	DefaultMaxTokens int
+	ContextWindow    int64
+}
+
+// Provider streams model calls. Stream returns a *Error on failure; it must
+// return promptly when ctx is cancelled, closing the HTTP request.
+type Provider interface {
+	Name() string
+	Caps(model string) Caps
+	Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
+}
+
+// Class is an error class. Its Code is what the session log and the doors
+// show.
+type Class string
+
+// Error classes.
+const (
+	ClassAuth              Class = "AUTH"
+	ClassQuota             Class = "QUOTA"
+	ClassRateLimit         Class = "RATE_LIMIT"
+	ClassInvalid           Class = "INVALID_REQUEST"
+	ClassContextWindow     Class = "CONTEXT_WINDOW_EXCEEDED"
+	ClassServer            Class = "SERVER"
+	ClassOverloaded        Class = "INSUFFICIENT_SYSTEM_RESOURCE"
+	ClassTransport         Class = "TRANSPORT"
+	ClassTimeout           Class = "TIMEOUT"
+	ClassStreamClosed      Class = "STREAM_CLOSED"
+	ClassMalformed         Class = "MALFORMED_RESPONSE"
+	ClassEmpty             Class = "EMPTY_RESPONSE"
+	ClassMissingCredential Class = "MISSING_CREDENTIAL"
+	ClassAborted           Class = "ABORTED"
+	ClassScript            Class = "SCRIPT"
+)
+
+// Error is a typed model failure.
+type Error struct {
+	Class      Class
+	Status     int           // HTTP status, 0 if none
+	Message    string        // human-readable, never contains the API key
+	RetryAfter time.Duration // from Retry-After, 0 if none
+	RequestID  string
+	Err        error // underlying cause, if any
+}
+
+func (e *Error) Error() string { return string(e.Class) + ": " + e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether a step that failed this way may be tried again.
+func (e *Error) Retryable() bool {
+	switch e.Class {
+	case ClassRateLimit, ClassServer, ClassOverloaded, ClassTransport, ClassTimeout,
+		ClassStreamClosed, ClassEmpty:
+		return true
+	}
+	return false
+}
+
+// Options configure a provider.
+type Options struct {
+	BaseURL string
+	APIKey  string
+	// ScriptPath is the script file of the scripted provider.
+	ScriptPath string
+	// FirstDataTimeout bounds the wait for the first SSE data line (the
+	// server queues with keep-alives for up to 10 minutes). Default 11 min.
+	FirstDataTimeout time.Duration
+	// StallTimeout bounds the silence between data lines once data flows;
+	// keep-alive comments do not reset it. Default 180 s.
+	StallTimeout time.Duration
+	// MaxLineBytes caps one SSE line. Default 64 MiB.
+	MaxLineBytes int
+}
