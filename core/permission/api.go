@@ -1,0 +1,63 @@
+// Package permission decides whether a tool call may run: the mode, the
+// remembered rules, and an Asker that a door implements to ask a person.
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Mode is a permission mode (DESIGN.md §6).
+type Mode string
+
+// Modes.
+const (
+	ModeReadOnly Mode = "read-only" // read tools only
+	ModeAsk      Mode = "ask"       // reads inside the workspace free; all else asks
+	ModeAuto     Mode = "auto"      // workspace reads, writes and bash free; outside asks
+	ModeFull     Mode = "full"      // no checks
+)
+
+// Answer is a person's reply to a permission request.
+type Answer string
+
+// Answers.
+const (
+	AllowOnce    Answer = "allow_once"
+	AllowAlways  Answer = "allow_always"
+	RejectOnce   Answer = "reject_once"
+	RejectAlways Answer = "reject_always"
+	Cancelled    Answer = "cancelled" // the request was cancelled: stop this tool
+)
+
+// Request describes one tool call awaiting a decision.
+type Request struct {
+	SessionID string
+	CallID    string
+	Tool      string
+	Kind      string   // tool.Kind as a string: read | mutate | execute | exempt
+	Paths     []string // absolute, symlinks resolved
+	Write     bool
+	Command   string // bash
+	Title     string
+	Workspace string          // the session's cwd
+	RawInput  json.RawMessage // the call's arguments
+}
+
+// Asker asks someone. ErrNoAsker (or a nil Asker) means nobody can be asked.
+type Asker interface {
+	Ask(ctx context.Context, req Request) (Answer, error)
+}
+
+// ErrNoAsker is returned by an Asker that has nobody to ask.
+var ErrNoAsker = errors.New("no one can be asked for permission")
+
+// Decision is the gate's verdict.
+type Decision struct {
+	Allow     bool
+	Cancelled bool   // the person cancelled: stop this tool, not the turn
+	By        string // mode | rule | user | no-asker
+	Rule      string // the rule that decided, if any
+	Reason    string // for the model when refused
+}

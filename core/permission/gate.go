@@ -1,0 +1,209 @@
+package permission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// ParseMode parses a permission mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
+	case ModeReadOnly, ModeAsk, ModeAuto, ModeFull:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown permission mode %q: want read-only, ask, auto or full", s)
+}
+
+// Decision sources (Decision.By).
+const (
+	ByMode    = "mode"
+	ByRule    = "rule"
+	ByUser    = "user"
+	ByNoAsker = "no-asker"
+)
+
+// Gate decides tool calls for one session: the mode, then the remembered
+// rules, then a person through the Asker. Paths outside the workspace are
+// never allowed silently (DESIGN.md §6): they need a rule or an answer,
+// except in full mode.
+type Gate struct {
+	Mode  Mode
+	Rules *Rules // nil: nothing remembered, "always" answers act once
+	Asker Asker  // nil: no one can be asked
+}
+
+// Decide returns the verdict for req. It blocks while the Asker asks and
+// honours ctx: a cancelled ctx is a cancelled decision.
+//
+//   - full: everything allowed.
+//   - exempt tools (todo_write): always allowed.
+//   - a matching deny rule refuses (in every mode but full).
+//   - read-only: reads inside the workspace; everything else refused.
+//   - ask: reads inside the workspace free; the rest by allow rule or asked.
+//   - auto: reads, writes and commands inside the workspace free; anything
+//     touching a path outside by allow rule or asked.
+//
+// Asking when no one can be asked refuses.
+func (g *Gate) Decide(ctx context.Context, req Request) Decision {
+	if ctx.Err() != nil {
+		return Decision{Cancelled: true, By: ByUser, Reason: "the tool call was cancelled"}
+	}
+	mode := g.Mode
+	if mode == "" {
+		mode = ModeAsk
+	}
+	if mode == ModeFull {
+		return Decision{Allow: true, By: ByMode}
+	}
+	if req.Kind == string(tool.KindExempt) {
+		return Decision{Allow: true, By: ByMode}
+	}
+	outside := outsidePath(req)
+	rule, ruled := g.Rules.Match(req)
+	if ruled && !rule.Allow {
+		r := rule
+		return Decision{By: ByRule, Rule: r.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), r)}
+	}
+	isRead := req.Kind == string(tool.KindRead) && !req.Write
+	switch mode {
+	case ModeReadOnly:
+		if isRead && outside == "" {
+			return Decision{Allow: true, By: ByMode}
+		}
+		if isRead {
+			return Decision{By: ByMode, Reason: fmt.Sprintf("permission denied: %s is outside the workspace %s and the session is read-only", action(req, outside), req.Workspace)}
+		}
+		return Decision{By: ByMode, Reason: fmt.Sprintf("permission denied: the session is read-only; %s is not allowed", action(req, ""))}
+	case ModeAsk:
+		if isRead && outside == "" {
+			return Decision{Allow: true, By: ByMode}
+		}
+	case ModeAuto:
+		if outside == "" {
+			return Decision{Allow: true, By: ByMode}
+		}
+	default:
+		return Decision{By: ByMode, Reason: fmt.Sprintf("permission denied: unknown permission mode %q", mode)}
+	}
+	if ruled && rule.Allow {
+		return Decision{Allow: true, By: ByRule, Rule: rule.String()}
+	}
+	return g.ask(ctx, req, mode, outside)
+}
+
+func (g *Gate) ask(ctx context.Context, req Request, mode Mode, outside string) Decision {
+	why := fmt.Sprintf("%s needs approval in %s mode", action(req, ""), mode)
+	if outside != "" {
+		why = fmt.Sprintf("%s is outside the workspace %s", action(req, outside), req.Workspace)
+	}
+	if g.Asker == nil {
+		return Decision{By: ByNoAsker, Reason: "permission denied: " + why + " and no one could be asked"}
+	}
+	ans, err := g.Asker.Ask(ctx, req)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil || errors.Is(err, context.Canceled):
+			return Decision{Cancelled: true, By: ByUser, Reason: "the tool call was cancelled"}
+		case errors.Is(err, ErrNoAsker):
+			return Decision{By: ByNoAsker, Reason: "permission denied: " + why + " and no one could be asked"}
+		}
+		return Decision{By: ByNoAsker, Reason: fmt.Sprintf("permission denied: %s and asking for permission failed: %v", why, err)}
+	}
+	switch ans {
+	case AllowOnce:
+		return Decision{Allow: true, By: ByUser}
+	case AllowAlways:
+		return Decision{Allow: true, By: ByUser, Rule: g.remember(req, true)}
+	case RejectOnce:
+		return Decision{By: ByUser, Reason: fmt.Sprintf("permission denied: the user refused %s", action(req, ""))}
+	case RejectAlways:
+		rule := g.remember(req, false)
+		return Decision{By: ByUser, Rule: rule, Reason: fmt.Sprintf("permission denied: the user refused %s, and will refuse it from now on", action(req, ""))}
+	case Cancelled:
+		return Decision{Cancelled: true, By: ByUser, Reason: "the user cancelled this tool call"}
+	}
+	return Decision{By: ByUser, Reason: fmt.Sprintf("permission denied: unknown answer %q to the permission request", ans)}
+}
+
+// remember persists the rules of an "always" answer. A failure to persist
+// does not change the answer (the person decided); it is logged.
+func (g *Gate) remember(req Request, allow bool) string {
+	rules := RulesFor(req, allow)
+	names := make([]string, 0, len(rules))
+	for _, r := range rules {
+		names = append(names, r.String())
+		if g.Rules == nil {
+			continue
+		}
+		if err := g.Rules.Add(r); err != nil {
+			slog.Warn("permission: could not remember rule", "rule", r.String(), "err", err)
+		}
+	}
+	return strings.Join(names, "; ")
+}
+
+// outsidePath returns the first path of req outside its workspace, or "".
+// With no workspace every path is outside.
+func outsidePath(req Request) string {
+	for _, p := range req.Paths {
+		if req.Workspace == "" || !tool.Inside(req.Workspace, p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// action words what a call does, for reasons: "writing /w/a.go",
+// "running `make`". at names the path to mention (the outside one).
+func action(req Request, at string) string {
+	if req.Command != "" {
+		cmd := strings.TrimSpace(req.Command)
+		if len(cmd) > 200 {
+			cmd = cmd[:200] + "…"
+		}
+		s := fmt.Sprintf("running `%s`", cmd)
+		if at != "" {
+			s += " in " + at
+		}
+		return s
+	}
+	p := at
+	if p == "" && len(req.Paths) > 0 {
+		p = req.Paths[0]
+		if len(req.Paths) > 1 {
+			p += fmt.Sprintf(" (and %d more)", len(req.Paths)-1)
+		}
+	}
+	verb := "using " + req.Tool
+	switch {
+	case req.Write || req.Kind == string(tool.KindMutate):
+		verb = "writing"
+	case req.Kind == string(tool.KindRead):
+		verb = "reading"
+	}
+	if p == "" {
+		return "using " + req.Tool
+	}
+	if verb == "using "+req.Tool {
+		return verb + " on " + p
+	}
+	return verb + " " + p
+}
+
+// Payload is the permission/decision event payload recording d for req.
+func (d Decision) Payload(req Request) event.PermissionDecision {
+	verdict := "deny"
+	switch {
+	case d.Cancelled:
+		verdict = "cancelled"
+	case d.Allow:
+		verdict = "allow"
+	}
+	return event.PermissionDecision{CallID: req.CallID, Tool: req.Tool, Decision: verdict, By: d.By, Rule: d.Rule, Detail: d.Reason}
+}

@@ -1,0 +1,118 @@
+// Package tool defines the model-facing tools and runs the built-in ones:
+// read, write, edit, glob, grep, bash and todo_write. Tools see the world
+// through Env, so a door can route file access and commands through its
+// client (ACP fs/* and terminal/*) without the tools knowing.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// Kind classes a tool for the permission gate (DESIGN.md §6).
+type Kind string
+
+// Tool kinds.
+const (
+	KindRead    Kind = "read"    // read, glob, grep
+	KindMutate  Kind = "mutate"  // write, edit
+	KindExecute Kind = "execute" // bash, subagent
+	KindExempt  Kind = "exempt"  // todo_write
+)
+
+// Tool is one model-facing tool.
+type Tool interface {
+	Name() string
+	Description() string
+	// Schema is the JSON Schema of the arguments, byte-stable.
+	Schema() json.RawMessage
+	Kind() Kind
+	// ParallelSafe tools of one step may run concurrently.
+	ParallelSafe() bool
+	// Inspect validates the arguments and says what the call would touch.
+	// An error means the call is never run; its text goes to the model.
+	Inspect(args json.RawMessage, env *Env) (Access, error)
+	// Run executes the call. Failures are results with IsError, not Go
+	// errors: the model reads them.
+	Run(ctx context.Context, args json.RawMessage, env *Env) Result
+}
+
+// Access is what a call touches, for the permission gate and the doors.
+type Access struct {
+	Paths   []string // absolute, symlinks resolved
+	Write   bool     // the call changes Paths
+	Command string   // bash: the command line
+	Title   string   // short human title, e.g. "Edit main.go"
+}
+
+// Result is the outcome of one call.
+type Result struct {
+	Content []event.ContentBlock
+	IsError bool
+	Meta    *event.ToolMeta
+}
+
+// ErrorResult is a convenience for a failed call.
+func ErrorResult(msg string) Result {
+	return Result{Content: []event.ContentBlock{event.Text(msg)}, IsError: true}
+}
+
+// TextResult is a convenience for a successful text result.
+func TextResult(s string) Result {
+	return Result{Content: []event.ContentBlock{event.Text(s)}}
+}
+
+// FileSystem is how tools read and write files. The local one uses the OS;
+// the ACP door supplies one that goes through the editor (unsaved buffers).
+type FileSystem interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	WriteFile(ctx context.Context, path string, data []byte, mode uint32) error
+}
+
+// ExecRequest is one shell command.
+type ExecRequest struct {
+	Command string
+	Workdir string
+	Env     []string // the full environment, already scrubbed of credentials
+	Timeout time.Duration
+	// OutputLimit bounds the kept output (head and tail).
+	OutputLimit int
+}
+
+// ExecResult is the outcome of a shell command.
+type ExecResult struct {
+	Output     string // bounded, the cut said inside
+	ExitCode   int    // -1 when killed by a signal or not started
+	TimedOut   bool
+	Truncated  bool
+	TerminalID string // set when run in a client terminal
+}
+
+// Executor runs shell commands. The local one runs /bin/bash -c in its own
+// process group; the ACP door supplies one that uses the client's terminal.
+type Executor interface {
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+}
+
+// Env is what a call may use. One Env per call.
+type Env struct {
+	SessionID string
+	CallID    string
+	Turn      int
+	Cwd       string // the session's workspace, absolute
+	Files     FileSystem
+	Exec      Executor
+	Reads     *ReadTracker // per session
+	// Record appends an event to the session log (todo_write uses it).
+	Record func(ev event.Event) error
+	// ModelImages is true when the session's model accepts image input.
+	ModelImages bool
+	// SaveAttachment stores image bytes in the session's attachment store
+	// and returns the durable reference (read uses it for images). Nil
+	// means the session cannot keep attachments: read then answers with
+	// text saying the image cannot be shown.
+	SaveAttachment func(mediaType string, data []byte) (*event.Attachment, error)
+}

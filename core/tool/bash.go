@@ -1,0 +1,147 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// Limits of bash.
+const (
+	bashDefaultTimeout = 2 * time.Minute
+	bashMaxTimeout     = 10 * time.Minute
+	bashOutputLimit    = 30_000 // bytes kept, head and tail
+)
+
+const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
+
+const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 30 KB keeps its beginning and end with the cut marked. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
+
+type bashTool struct{}
+
+type bashArgs struct {
+	Command     string `json:"command"`
+	Description string `json:"description"`
+	TimeoutMs   *int64 `json:"timeout_ms"`
+	Workdir     string `json:"workdir"`
+}
+
+func (bashTool) Name() string            { return "bash" }
+func (bashTool) Description() string     { return bashDescription }
+func (bashTool) Schema() json.RawMessage { return json.RawMessage(bashSchema) }
+func (bashTool) Kind() Kind              { return KindExecute }
+func (bashTool) ParallelSafe() bool      { return false }
+
+// bashPlan is a validated bash call.
+type bashPlan struct {
+	args    bashArgs
+	workdir string
+	timeout time.Duration
+	clamped bool
+}
+
+func (bashTool) parse(args json.RawMessage, env *Env) (bashPlan, error) {
+	var pl bashPlan
+	if err := decodeArgs("bash", args, &pl.args); err != nil {
+		return pl, err
+	}
+	a := pl.args
+	if strings.TrimSpace(a.Command) == "" {
+		return pl, errors.New("invalid arguments for bash: command is required")
+	}
+	pl.timeout = bashDefaultTimeout
+	if a.TimeoutMs != nil {
+		if *a.TimeoutMs < 1 {
+			return pl, fmt.Errorf("invalid arguments for bash: timeout_ms must be a positive number of milliseconds, got %d", *a.TimeoutMs)
+		}
+		pl.timeout = time.Duration(*a.TimeoutMs) * time.Millisecond
+		if *a.TimeoutMs > int64(bashMaxTimeout/time.Millisecond) {
+			pl.timeout, pl.clamped = bashMaxTimeout, true
+		}
+	}
+	ws, err := workspaceOf(env)
+	if err != nil {
+		return pl, fmt.Errorf("bash: %w", err)
+	}
+	pl.workdir = ws
+	if a.Workdir != "" {
+		wd, err := Resolve(ws, a.Workdir)
+		if err != nil {
+			return pl, fmt.Errorf("bash: workdir: %w", err)
+		}
+		if !within(ws, wd) {
+			return pl, fmt.Errorf("bash: workdir %s is outside the workspace %s; commands run inside the workspace only", wd, ws)
+		}
+		fi, err := os.Stat(wd)
+		if err != nil {
+			return pl, fmt.Errorf("bash: workdir %s does not exist", display(ws, wd))
+		}
+		if !fi.IsDir() {
+			return pl, fmt.Errorf("bash: workdir %s is not a folder", display(ws, wd))
+		}
+		pl.workdir = wd
+	}
+	return pl, nil
+}
+
+func (t bashTool) Inspect(args json.RawMessage, env *Env) (Access, error) {
+	pl, err := t.parse(args, env)
+	if err != nil {
+		return Access{}, err
+	}
+	title := strings.TrimSpace(pl.args.Description)
+	if title == "" {
+		title, _ = cutLine(strings.TrimSpace(pl.args.Command), 80)
+	}
+	return Access{Paths: []string{pl.workdir}, Command: pl.args.Command, Title: title}, nil
+}
+
+func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Result {
+	pl, err := t.parse(args, env)
+	if err != nil {
+		return ErrorResult(err.Error())
+	}
+	ex := env.Exec
+	if ex == nil {
+		ex = LocalExec()
+	}
+	req := ExecRequest{
+		Command:     pl.args.Command,
+		Workdir:     pl.workdir,
+		Env:         append(ScrubEnv(os.Environ()), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"),
+		Timeout:     pl.timeout,
+		OutputLimit: bashOutputLimit,
+	}
+	res, err := ex.Exec(ctx, req)
+	code := res.ExitCode
+	meta := &event.ToolMeta{Kind: "execute", Paths: []string{pl.workdir}, ExitCode: &code, Truncated: res.Truncated, Terminal: res.TerminalID}
+
+	var b strings.Builder
+	if pl.clamped {
+		fmt.Fprintf(&b, "[timeout_ms %d is over the 10 minute maximum; using 600000]\n", *pl.args.TimeoutMs)
+	}
+	b.WriteString(res.Output)
+	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+		b.WriteByte('\n')
+	}
+	isErr := false
+	switch {
+	case err != nil && ctx.Err() != nil:
+		b.WriteString("[command cancelled; it and everything it started were killed]\n")
+		isErr = true
+	case err != nil:
+		b.WriteString(fmt.Sprintf("[command could not run: %v]\n", err))
+		isErr = true
+	case res.TimedOut:
+		fmt.Fprintf(&b, "[command timed out after %s; it and everything it started were killed]\n", pl.timeout)
+		isErr = true
+	}
+	fmt.Fprintf(&b, "[exit code: %d]", code)
+	return Result{Content: []event.ContentBlock{event.Text(b.String())}, IsError: isErr, Meta: meta}
+}
