@@ -1,0 +1,557 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// Causes of a cancelled turn; they become the turn/end reason.kind.
+var (
+	errCancelledByUser = errors.New("cancelled by user")
+	errDisposed        = errors.New("session disposed")
+	// ErrCancelledByParent cancels a child session's turn because its
+	// parent's turn was cancelled.
+	ErrCancelledByParent = errors.New("cancelled by the parent session")
+)
+
+const (
+	maxRetries      = 5
+	maxParallel     = 10
+	loopWindow      = 10 // steps
+	loopRepeats     = 5  // identical call+result within the window
+	maxResultBytes  = 100 << 10
+	resultHeadBytes = 60 << 10
+)
+
+// runTurns drains the inbox, one turn at a time, then goes idle.
+func (s *Session) runTurns() {
+	for {
+		s.commitMu.Lock()
+		s.mu.Lock()
+		if len(s.inbox) == 0 {
+			s.running = false
+			s.cancel = nil
+			close(s.idle)
+			s.mu.Unlock()
+			s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusIdle})
+			s.commitMu.Unlock()
+			return
+		}
+		claimed := s.inbox
+		s.inbox = nil
+		ctx, cancel := context.WithCancelCause(context.Background())
+		s.cancel = cancel
+		s.mu.Unlock()
+		s.commitMu.Unlock()
+
+		res := s.runTurn(ctx, claimed)
+		cancel(nil)
+		for _, t := range claimed {
+			t.result = res
+			close(t.done)
+		}
+	}
+}
+
+// turnEnd is how a step asks the turn to stop.
+type turnEnd struct{ reason event.TurnEndReason }
+
+func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
+	s.commitMu.Lock()
+	turn := s.turn + 1
+	s.commitMu.Unlock()
+	res := TurnResult{Turn: turn, Seq: -1}
+
+	fail := func(err error) TurnResult {
+		s.rt.log.Error("turn failed", "session", s.id, "turn", turn, "err", err)
+		res.Reason = event.TurnEndReason{Kind: event.ReasonError, Error: &event.ErrorInfo{Message: err.Error(), Code: "INTERNAL"}}
+		if ev, cerr := s.commit(event.New(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: res.Reason})); cerr == nil {
+			res.Seq = ev.Seq
+		}
+		return res
+	}
+
+	if _, err := s.commit(event.New(event.TypeTurnStart, event.TurnStart{Turn: turn})); err != nil {
+		return fail(err)
+	}
+	n := len(claimed)
+	if _, err := s.commit(event.New(event.TypeInboxSpliced, event.InboxSpliced{
+		Target: "next-turn", Start: 0, RemovedCount: &n, Inserted: []event.Message{}})); err != nil {
+		return fail(err)
+	}
+	if _, err := s.commit(event.New(event.TypeStepStart, event.Step{Turn: turn, Step: 1})); err != nil {
+		return fail(err)
+	}
+	for _, t := range claimed {
+		if _, err := s.commit(event.New(event.TypeUserMessage, t.msg)); err != nil {
+			return fail(err)
+		}
+	}
+	s.mu.Lock()
+	titled := s.titled
+	s.mu.Unlock()
+	if !titled {
+		if _, err := s.commit(event.New(event.TypeSessionTitle, event.SessionTitle{Title: titleOf(claimed[0].msg.Content)})); err != nil {
+			return fail(err)
+		}
+	}
+
+	var loop loopDetector
+	var end *turnEnd
+	for step := 1; ; step++ {
+		if step > 1 {
+			if _, err := s.commit(event.New(event.TypeStepStart, event.Step{Turn: turn, Step: step})); err != nil {
+				return fail(err)
+			}
+		}
+		var err error
+		end, err = s.runStep(ctx, turn, step, &loop)
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := s.commit(event.New(event.TypeStepEnd, event.Step{Turn: turn, Step: step})); err != nil {
+			return fail(err)
+		}
+		if end == nil && step >= s.rt.cfg.StepCap {
+			end = &turnEnd{event.TurnEndReason{Kind: event.ReasonBlocked,
+				Detail: fmt.Sprintf("step cap: the turn used its %d steps", s.rt.cfg.StepCap)}}
+		}
+		if end != nil {
+			break
+		}
+	}
+	res.Reason = end.reason
+	ev, err := s.commit(event.New(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: end.reason}))
+	if err != nil {
+		s.rt.log.Error("turn end not recorded", "session", s.id, "turn", turn, "err", err)
+		return res
+	}
+	res.Seq = ev.Seq
+	s.commitMu.Lock()
+	res.Text = turnText(s.history, turn)
+	s.commitMu.Unlock()
+	return res
+}
+
+func abortedReason(ctx context.Context) event.TurnEndReason {
+	kind := "user"
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errDisposed):
+		kind = "disposed"
+	case errors.Is(cause, ErrCancelledByParent):
+		kind = "parent"
+	}
+	return event.TurnEndReason{Kind: event.ReasonAborted, Reason: &event.KindOnly{Kind: kind}}
+}
+
+// request builds the model request of a step, recording request/header when
+// the stable prefix (system prompt, tools, config) is first used or changes.
+func (s *Session) request(cfg event.Config) (*model.Request, error) {
+	s.commitMu.Lock()
+	system, seen, last := s.header0, s.hdrSeen, s.lastHdr
+	s.commitMu.Unlock()
+	if !seen || last != cfg {
+		system = s.rt.systemPrompt(cfg, s.header.Cwd)
+		h := event.RequestHeader{Reason: "initial"}
+		if seen {
+			h.Reason = "change"
+		}
+		h.Header.Config = cfg
+		h.Header.System = system
+		h.Header.Tools = s.rt.toolsJSON
+		if _, err := s.commit(event.New(event.TypeRequestHeader, h)); err != nil {
+			return nil, err
+		}
+	}
+	s.commitMu.Lock()
+	msgs := s.conv.build(s, system)
+	s.commitMu.Unlock()
+	req := &model.Request{
+		Model:           cfg.Model,
+		Messages:        msgs,
+		Tools:           s.rt.specs,
+		MaxTokens:       cfg.MaxTokens,
+		ReasoningEffort: cfg.ReasoningEffort,
+	}
+	return req, nil
+}
+
+// runStep makes one model call (with retries) and runs the tools it asked
+// for. A non-nil turnEnd ends the turn; an error is a failure to record.
+func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetector) (*turnEnd, error) {
+	cfg := s.Config()
+	prov, err := s.rt.Provider(cfg.Provider)
+	if err != nil {
+		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: errorInfo(err)}}, nil
+	}
+	req, err := s.request(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	onDelta := s.onDelta
+	s.mu.Unlock()
+	if onDelta == nil {
+		onDelta = func(model.Delta) {}
+	}
+
+	var resp *model.Response
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return &turnEnd{abortedReason(ctx)}, nil
+		}
+		req.Attempt = attempt
+		resp, err = prov.Stream(ctx, req, onDelta)
+		if err == nil {
+			break
+		}
+		info := errorInfo(err)
+		if ctx.Err() != nil {
+			info = &event.ErrorInfo{Message: "the request was cancelled", Code: string(model.ClassAborted)}
+		}
+		att := event.AssistantAttempt{Turn: turn, Step: step, Attempt: attempt, Error: info}
+		if _, cerr := s.commit(event.New(event.TypeAssistantAttempt, att)); cerr != nil {
+			return nil, cerr
+		}
+		if ctx.Err() != nil {
+			return &turnEnd{abortedReason(ctx)}, nil
+		}
+		var me *model.Error
+		if errors.As(err, &me) && me.Retryable() && attempt < maxRetries {
+			wait := s.rt.cfg.Backoff(attempt, me.RetryAfter)
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+				return &turnEnd{abortedReason(ctx)}, nil
+			}
+		}
+		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: info}}, nil
+	}
+
+	// Commit the model's message exactly as it streamed.
+	var content []event.ContentBlock
+	if resp.Reasoning != "" {
+		content = append(content, event.Reasoning(resp.Reasoning))
+	}
+	if resp.Text != "" {
+		content = append(content, event.Text(resp.Text))
+	}
+	calls := resp.ToolCalls
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = "call_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		}
+		content = append(content, event.ContentBlock{Type: event.BlockToolCall, ID: calls[i].ID, Name: calls[i].Name, Arguments: calls[i].Arguments})
+	}
+	if content == nil {
+		content = []event.ContentBlock{}
+	}
+	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
+		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
+			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
+	if _, err := s.commit(event.New(event.TypeAssistantMessage, am)); err != nil {
+		return nil, err
+	}
+
+	var end *turnEnd
+	switch resp.FinishReason {
+	case "length":
+		end = &turnEnd{event.TurnEndReason{Kind: event.ReasonMaxTokens}}
+	case "content_filter":
+		end = &turnEnd{event.TurnEndReason{Kind: event.ReasonRefusal}}
+	}
+	if len(calls) == 0 {
+		if end == nil {
+			end = &turnEnd{event.TurnEndReason{Kind: event.ReasonCompleted}}
+		}
+		return end, nil
+	}
+	for _, c := range calls {
+		if _, err := s.commit(event.New(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})); err != nil {
+			return nil, err
+		}
+	}
+	if end != nil {
+		// The response was cut: its calls may be truncated. Never run them.
+		for _, c := range calls {
+			r := outcome{res: tool.ErrorResult("not run: the response was cut off before the call was complete"), code: event.ToolAbortedBeforeDispatch}
+			if err := s.commitResult(turn, step, c, r); err != nil {
+				return nil, err
+			}
+		}
+		return end, nil
+	}
+	if err := s.runTools(ctx, turn, step, calls, cfg, prov, loop); err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return &turnEnd{abortedReason(ctx)}, nil
+	}
+	if loop.looping() {
+		return &turnEnd{event.TurnEndReason{Kind: event.ReasonBlocked,
+			Detail: fmt.Sprintf("loop: the same call returned the same result %d times in %d steps", loopRepeats, loopWindow)}}, nil
+	}
+	return nil, nil
+}
+
+// outcome is one call's result before it is recorded.
+type outcome struct {
+	res  tool.Result
+	code string // error code for the tool/result error field, "" if none
+}
+
+// prepared is a call that passed validation and the gate.
+type prepared struct {
+	call model.ToolCall
+	t    tool.Tool
+	args json.RawMessage
+	out  *outcome // set when the call is decided without running
+}
+
+func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.ToolCall, cfg event.Config, prov model.Provider, loop *loopDetector) error {
+	caps := prov.Caps(cfg.Model)
+	sigs := make([]string, 0, len(calls))
+	for i := 0; i < len(calls); {
+		// A batch is one call, or a run of parallel-safe calls.
+		j := i + 1
+		if t := s.rt.findTool(calls[i].Name); t != nil && t.ParallelSafe() {
+			for j < len(calls) && j-i < maxParallel {
+				if t2 := s.rt.findTool(calls[j].Name); t2 == nil || !t2.ParallelSafe() {
+					break
+				}
+				j++
+			}
+		}
+		batch := make([]prepared, 0, j-i)
+		for _, c := range calls[i:j] {
+			batch = append(batch, s.prepare(ctx, turn, c, caps))
+		}
+		var wg sync.WaitGroup
+		for k := range batch {
+			if batch[k].out != nil {
+				continue
+			}
+			wg.Add(1)
+			go func(p *prepared) {
+				defer wg.Done()
+				o := s.execute(ctx, turn, p, caps)
+				p.out = &o
+			}(&batch[k])
+		}
+		wg.Wait()
+		for _, p := range batch {
+			if err := s.commitResult(turn, step, p.call, *p.out); err != nil {
+				return err
+			}
+			sigs = append(sigs, signature(p.call, *p.out))
+		}
+		i = j
+	}
+	loop.add(sigs)
+	return nil
+}
+
+func (s *Session) toolEnv(turn int, callID string, caps model.Caps) *tool.Env {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &tool.Env{SessionID: s.id, CallID: callID, Turn: turn, Cwd: s.header.Cwd, Files: s.files, Exec: s.exec,
+		Reads: s.reads, Record: s.Record, ModelImages: caps.Images, SaveAttachment: s.SaveAttachment}
+}
+
+// prepare validates a call and asks the gate. It returns with out set when
+// the call must not run.
+func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps model.Caps) prepared {
+	p := prepared{call: c}
+	if ctx.Err() != nil {
+		p.out = &outcome{res: tool.ErrorResult("not run: the turn was cancelled"), code: event.ToolAbortedBeforeDispatch}
+		return p
+	}
+	p.t = s.rt.findTool(c.Name)
+	if p.t == nil {
+		p.out = &outcome{res: tool.ErrorResult(fmt.Sprintf("unknown tool %q", c.Name)), code: event.ToolUnknown}
+		return p
+	}
+	args := strings.TrimSpace(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		p.out = &outcome{res: tool.ErrorResult("invalid arguments: not a JSON object; the call was not run. " +
+			"If the arguments were long, split the work into smaller calls."), code: event.ToolInvalidArguments}
+		return p
+	}
+	p.args = json.RawMessage(args)
+	env := s.toolEnv(turn, c.ID, caps)
+	acc, err := p.t.Inspect(p.args, env)
+	if err != nil {
+		p.out = &outcome{res: tool.ErrorResult("invalid arguments: " + err.Error()), code: event.ToolInvalidArguments}
+		return p
+	}
+	d := s.Decide(ctx, permission.Request{CallID: c.ID, Tool: c.Name, Kind: string(p.t.Kind()), Paths: acc.Paths,
+		Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args})
+	verdict := "allow"
+	switch {
+	case d.Cancelled:
+		verdict = "cancelled"
+	case !d.Allow:
+		verdict = "deny"
+	}
+	if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: c.Name,
+		Decision: verdict, By: d.By, Rule: d.Rule, Detail: d.Reason})); err != nil {
+		s.rt.log.Warn("permission decision not recorded", "session", s.id, "err", err)
+	}
+	switch {
+	case d.Cancelled:
+		p.out = &outcome{res: tool.ErrorResult("not run: the permission request was cancelled"), code: event.ToolAborted}
+	case !d.Allow:
+		reason := d.Reason
+		if reason == "" {
+			reason = "permission denied"
+		}
+		p.out = &outcome{res: tool.ErrorResult(reason), code: event.ToolPermissionDenied}
+	}
+	return p
+}
+
+// execute runs a prepared call, turning a panic into an error result.
+func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model.Caps) (o outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.rt.log.Error("tool panicked", "tool", p.call.Name, "panic", v, "stack", string(debug.Stack()))
+			o = outcome{res: tool.ErrorResult(fmt.Sprintf("the %s tool failed internally: %v", p.call.Name, v)), code: event.ToolFailed}
+		}
+	}()
+	res := p.t.Run(ctx, p.args, s.toolEnv(turn, p.call.ID, caps))
+	o = outcome{res: res}
+	if ctx.Err() != nil {
+		o.code = event.ToolAborted
+		o.res.IsError = true
+		o.res.Content = append(o.res.Content, event.Text("\n[the call was cancelled]"))
+	} else if res.IsError {
+		o.code = event.ToolFailed
+	}
+	return o
+}
+
+// commitResult records a call's result, bounding its text once, here.
+func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) error {
+	content := boundContent(o.res.Content)
+	if content == nil {
+		content = []event.ContentBlock{}
+	}
+	tr := event.ToolResult{Turn: turn, Step: step, Message: event.Message{
+		ID: uuid.NewString(), Role: "user", Source: event.Source{Kind: "tool", CallID: c.ID},
+		Content: []event.ContentBlock{{Type: event.BlockToolResult, ToolCallID: c.ID, Content: content, IsError: o.res.IsError}},
+	}}
+	if o.code != "" {
+		tr.Error = &event.ToolErrorInfo{Name: "ToolError", Code: o.code}
+	}
+	if o.res.Meta != nil {
+		if raw, err := json.Marshal(o.res.Meta); err == nil {
+			tr.Meta = raw
+		}
+	}
+	_, err := s.commit(event.New(event.TypeToolResult, tr))
+	return err
+}
+
+// boundContent keeps tool output within maxResultBytes of text, head and
+// tail, saying what was cut. Tools bound their own output; this is the
+// backstop that makes the bound hold for every tool.
+func boundContent(in []event.ContentBlock) []event.ContentBlock {
+	total := 0
+	for _, b := range in {
+		total += len(b.Text)
+	}
+	if total <= maxResultBytes {
+		return in
+	}
+	out := make([]event.ContentBlock, 0, len(in))
+	for _, b := range in {
+		if b.Type == event.BlockText && len(b.Text) > maxResultBytes/len(in) {
+			b.Text = cutMiddle(b.Text, maxResultBytes/len(in))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// cutMiddle keeps the head and tail of s within max bytes, on rune
+// boundaries, and says how much was cut.
+func cutMiddle(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head := max * resultHeadBytes / maxResultBytes
+	tail := max - head
+	h := strings.ToValidUTF8(s[:head], "")
+	t := strings.ToValidUTF8(s[len(s)-tail:], "")
+	return fmt.Sprintf("%s\n[... %d bytes cut ...]\n%s", h, len(s)-len(h)-len(t), t)
+}
+
+func signature(c model.ToolCall, o outcome) string {
+	h := sha256.New()
+	h.Write([]byte(c.Name))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Arguments))
+	h.Write([]byte{0})
+	for _, b := range o.res.Content {
+		h.Write([]byte(b.Text))
+	}
+	return string(h.Sum(nil))
+}
+
+// loopDetector spots the same call with the same result repeated within a
+// window of steps (a model stuck retrying an identical action).
+type loopDetector struct {
+	steps [][]string
+}
+
+func (l *loopDetector) add(sigs []string) {
+	l.steps = append(l.steps, sigs)
+	if len(l.steps) > loopWindow {
+		l.steps = l.steps[len(l.steps)-loopWindow:]
+	}
+}
+
+func (l *loopDetector) looping() bool {
+	count := map[string]int{}
+	for _, st := range l.steps {
+		for _, sig := range st {
+			count[sig]++
+			if count[sig] >= loopRepeats {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorInfo turns an error into the ErrorInfo of a turn or attempt.
+func errorInfo(err error) *event.ErrorInfo {
+	var me *model.Error
+	if errors.As(err, &me) {
+		info := &event.ErrorInfo{Message: me.Message, Code: string(me.Class), Status: me.Status, RequestID: me.RequestID}
+		if me.RetryAfter > 0 {
+			info.ProviderRetryAfterMs = me.RetryAfter.Milliseconds()
+		}
+		return info
+	}
+	return &event.ErrorInfo{Message: err.Error(), Code: "ERROR"}
+}

@@ -1,0 +1,448 @@
+// Package core is the protocol-neutral agent runtime: sessions, their logs,
+// the prompt queue, the turn loop and the subscription fan-out every door
+// projects from. It imports no door and no door library (DESIGN.md §2).
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/store"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// Errors of the runtime. Doors map them to wire codes at their edge.
+var (
+	ErrClosed   = errors.New("runtime is closed")
+	ErrLive     = errors.New("session is already live in this process")
+	ErrNotFound = store.ErrNotFound
+	ErrBusy     = errors.New("a turn is already running in this session")
+	ErrDepth    = errors.New("delegation depth limit reached")
+	ErrBadInput = errors.New("invalid input")
+)
+
+// Config configures a Runtime.
+type Config struct {
+	Store *store.Store
+	// NewProvider builds a provider by name. The runtime keeps one per name.
+	NewProvider func(name string) (model.Provider, error)
+	// Defaults is the model configuration of new sessions.
+	Defaults event.Config
+	// PermissionMode is the default mode of new sessions.
+	PermissionMode permission.Mode
+	// Tools are the model-facing tools; the runtime sorts them by name.
+	Tools []tool.Tool
+	// StepCap bounds the steps of one turn (default 200).
+	StepCap int
+	// MaxDepth caps the delegation depth of subagent sessions (default 3).
+	MaxDepth int
+	// BaseDepth is the delegation depth of sessions created without a
+	// parent in this process: a dsh started by another dsh's subagent
+	// gateway runs at its parent's depth + 1 (DSH_DELEGATION_DEPTH).
+	BaseDepth int
+	// Persona overrides the first paragraph of the system prompt. It may use
+	// {{model}} and {{cwd}}.
+	Persona string
+	// Origin is recorded in the header of sessions this runtime creates.
+	Origin string
+	Logger *slog.Logger
+	// Backoff is the wait before retry attempt n+1 (default model.Backoff).
+	Backoff func(attempt int, retryAfter time.Duration) time.Duration
+	// Files and Exec are the defaults for sessions that bring none.
+	Files tool.FileSystem
+	Exec  tool.Executor
+}
+
+// Runtime owns the live sessions of one process.
+type Runtime struct {
+	cfg   Config
+	log   *slog.Logger
+	tools []tool.Tool
+	specs []model.ToolSpec
+	// toolsJSON is the tool list as recorded in request/header.
+	toolsJSON []byte
+
+	mu        sync.Mutex
+	sessions  map[string]*Session
+	creating  map[string]*creation
+	providers map[string]model.Provider
+	rules     map[string]*permission.Rules
+	closed    bool
+
+	subMu sync.Mutex
+	subs  []*Subscription
+}
+
+type creation struct {
+	done chan struct{}
+	s    *Session
+	err  error
+}
+
+// New builds a runtime.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("core: Config.Store is required")
+	}
+	if cfg.NewProvider == nil {
+		cfg.NewProvider = func(name string) (model.Provider, error) { return model.New(name, model.Options{}) }
+	}
+	if cfg.StepCap <= 0 {
+		cfg.StepCap = 200
+	}
+	if cfg.MaxDepth <= 0 {
+		cfg.MaxDepth = 3
+	}
+	if cfg.PermissionMode == "" {
+		cfg.PermissionMode = permission.ModeAuto
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = model.Backoff
+	}
+	if cfg.Files == nil {
+		cfg.Files = tool.LocalFS()
+	}
+	if cfg.Exec == nil {
+		cfg.Exec = tool.LocalExec()
+	}
+	r := &Runtime{
+		cfg:       cfg,
+		log:       cfg.Logger,
+		sessions:  map[string]*Session{},
+		creating:  map[string]*creation{},
+		providers: map[string]model.Provider{},
+		rules:     map[string]*permission.Rules{},
+	}
+	r.setTools(cfg.Tools)
+	return r, nil
+}
+
+// RegisterTool adds a tool (the subagent gateway registers itself after the
+// runtime exists). Call it before the first session is created: the tool
+// list is part of every session's byte-stable request prefix.
+func (r *Runtime) RegisterTool(t tool.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setTools(append(append([]tool.Tool(nil), r.tools...), t))
+}
+
+func (r *Runtime) setTools(ts []tool.Tool) {
+	ts = append([]tool.Tool(nil), ts...)
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
+	r.tools = ts
+	r.specs = make([]model.ToolSpec, len(ts))
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, t := range ts {
+		r.specs[i] = model.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":%q,"parameters":%s}`, t.Name(), t.Schema())
+	}
+	b.WriteByte(']')
+	r.toolsJSON = []byte(b.String())
+}
+
+// Tools returns the runtime's tools, sorted by name.
+func (r *Runtime) Tools() []tool.Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]tool.Tool(nil), r.tools...)
+}
+
+func (r *Runtime) findTool(name string) tool.Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.tools {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Store returns the runtime's session store.
+func (r *Runtime) Store() *store.Store { return r.cfg.Store }
+
+// Defaults returns the default model configuration.
+func (r *Runtime) Defaults() event.Config { return r.cfg.Defaults }
+
+// DefaultMode returns the default permission mode.
+func (r *Runtime) DefaultMode() permission.Mode { return r.cfg.PermissionMode }
+
+// MaxDepth returns the delegation depth cap.
+func (r *Runtime) MaxDepth() int { return r.cfg.MaxDepth }
+
+// Provider returns the provider of that name, building it once.
+func (r *Runtime) Provider(name string) (model.Provider, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.providers[name]; ok {
+		return p, nil
+	}
+	p, err := r.cfg.NewProvider(name)
+	if err != nil {
+		return nil, err
+	}
+	r.providers[name] = p
+	return p, nil
+}
+
+// SessionOptions configure one session.
+type SessionOptions struct {
+	// ID of the session; "" mints session-<uuid>.
+	ID  string
+	Cwd string
+	// Config overrides the runtime defaults field by field (zero = default).
+	Config         event.Config
+	PermissionMode permission.Mode
+	Asker          permission.Asker
+	Files          tool.FileSystem
+	Exec           tool.Executor
+	ParentSession  string
+	Depth          int
+	Origin         string
+	// OnDelta receives live model deltas (never persisted).
+	OnDelta func(model.Delta)
+}
+
+// NewSessionID mints a fresh session id.
+func NewSessionID() string { return "session-" + strings.ReplaceAll(uuid.NewString(), "-", "") }
+
+// Get returns the live session with that id, or nil.
+func (r *Runtime) Get(id string) *Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[id]
+}
+
+// Sessions returns the live sessions.
+func (r *Runtime) Sessions() []*Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Create starts a new session; it fails if the id is live or stored.
+func (r *Runtime) Create(ctx context.Context, opts SessionOptions) (*Session, error) {
+	if opts.ID == "" {
+		opts.ID = NewSessionID()
+	}
+	return r.coalesce(ctx, opts.ID, func() (*Session, error) { return r.create(opts) })
+}
+
+// Resume opens a stored session for writing. A session live in this
+// process is refused with ErrLive.
+func (r *Runtime) Resume(ctx context.Context, id string, opts SessionOptions) (*Session, error) {
+	opts.ID = id
+	return r.coalesce(ctx, id, func() (*Session, error) { return r.resume(opts) })
+}
+
+// GetOrCreate returns the live session with that id, else resumes it from
+// the store, else creates it. Concurrent calls for one id share one
+// creation; a failed creation is forgotten so the next call tries again.
+func (r *Runtime) GetOrCreate(ctx context.Context, id string, opts SessionOptions) (*Session, error) {
+	opts.ID = id
+	if s := r.Get(id); s != nil {
+		return s, nil
+	}
+	return r.coalesce(ctx, id, func() (*Session, error) {
+		if s := r.Get(id); s != nil {
+			return s, nil
+		}
+		s, err := r.resume(opts)
+		if errors.Is(err, store.ErrNotFound) {
+			return r.create(opts)
+		}
+		return s, err
+	})
+}
+
+func (r *Runtime) coalesce(ctx context.Context, id string, fn func() (*Session, error)) (*Session, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if c, ok := r.creating[id]; ok {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.s, c.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c := &creation{done: make(chan struct{})}
+	r.creating[id] = c
+	r.mu.Unlock()
+
+	c.s, c.err = fn()
+
+	r.mu.Lock()
+	delete(r.creating, id)
+	if c.err == nil {
+		if r.closed {
+			r.mu.Unlock()
+			_ = c.s.Close(context.Background())
+			c.s, c.err = nil, ErrClosed
+			close(c.done)
+			return nil, ErrClosed
+		}
+		r.sessions[id] = c.s
+	}
+	r.mu.Unlock()
+	close(c.done)
+	if c.err == nil {
+		r.publish(Notice{Kind: NoticeCreated, SessionID: id, Header: c.s.header, Resumed: c.s.resumed})
+	}
+	return c.s, c.err
+}
+
+func (r *Runtime) create(opts SessionOptions) (*Session, error) {
+	if r.Get(opts.ID) != nil {
+		return nil, fmt.Errorf("session %q: %w", opts.ID, ErrLive)
+	}
+	if opts.ParentSession == "" && opts.Depth < r.cfg.BaseDepth {
+		opts.Depth = r.cfg.BaseDepth
+	}
+	if opts.Depth > r.cfg.MaxDepth {
+		return nil, fmt.Errorf("%w: depth %d exceeds the cap of %d", ErrDepth, opts.Depth, r.cfg.MaxDepth)
+	}
+	cwd, err := absCwd(opts.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	cfg := r.mergeConfig(opts.Config)
+	origin := opts.Origin
+	if origin == "" {
+		origin = r.cfg.Origin
+	}
+	h := store.Header{ID: opts.ID, Cwd: cwd, ParentSession: opts.ParentSession, Origin: origin,
+		DelegationDepth: opts.Depth, Config: &cfg}
+	lg, err := r.cfg.Store.Create(h)
+	if err != nil {
+		return nil, err
+	}
+	return r.newSession(lg, nil, opts, cfg, false)
+}
+
+func (r *Runtime) resume(opts SessionOptions) (*Session, error) {
+	if r.Get(opts.ID) != nil {
+		return nil, fmt.Errorf("session %q: %w", opts.ID, ErrLive)
+	}
+	lg, events, err := r.cfg.Store.Open(opts.ID)
+	if err != nil {
+		return nil, err
+	}
+	h := lg.Header()
+	cfg := r.mergeConfig(event.Config{})
+	if h.Config != nil {
+		cfg = r.mergeConfig(*h.Config)
+	}
+	s, err := r.newSession(lg, events, opts, cfg, true)
+	if err != nil {
+		_ = lg.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (r *Runtime) mergeConfig(c event.Config) event.Config {
+	d := r.cfg.Defaults
+	if c.Provider != "" {
+		d.Provider = c.Provider
+	}
+	if c.Model != "" {
+		d.Model = c.Model
+	}
+	if c.ReasoningEffort != "" {
+		d.ReasoningEffort = c.ReasoningEffort
+	}
+	if c.MaxTokens > 0 {
+		d.MaxTokens = c.MaxTokens
+	}
+	return d
+}
+
+func absCwd(cwd string) (string, error) {
+	if cwd == "" {
+		return "", fmt.Errorf("%w: a session needs a working directory", ErrBadInput)
+	}
+	if strings.ContainsRune(cwd, 0) {
+		return "", fmt.Errorf("%w: cwd contains a NUL byte", ErrBadInput)
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", fmt.Errorf("%w: cwd %q: %v", ErrBadInput, cwd, err)
+	}
+	return abs, nil
+}
+
+// rulesFor returns the permission rules of the project of cwd, loaded once.
+func (r *Runtime) rulesFor(cwd string) *permission.Rules {
+	path := filepath.Join(r.cfg.Store.ProjectDir(cwd), "permissions.json")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rs, ok := r.rules[path]; ok {
+		return rs
+	}
+	rs, err := permission.LoadRules(path)
+	if err != nil {
+		r.log.Warn("permission rules unreadable; starting with none", "path", path, "err", err)
+		rs, _ = permission.LoadRules("")
+	}
+	r.rules[path] = rs
+	return rs
+}
+
+func (r *Runtime) forget(s *Session) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[s.id] == s {
+		delete(r.sessions, s.id)
+	}
+}
+
+// Close cancels every running turn, waits for the sessions to settle and
+// closes their logs. It is safe to call more than once.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	ss := make([]*Session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		ss = append(ss, s)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(ss))
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,505 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/gif" // image sizes of attachments
+	_ "image/jpeg"
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/store"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// Session is one conversation: its log, its inbox of queued prompts, and at
+// most one running turn. All facts go through commit, which appends to the
+// log first and publishes after.
+type Session struct {
+	rt      *Runtime
+	id      string
+	header  store.Header
+	lg      *store.Log
+	resumed bool
+	reads   *tool.ReadTracker
+
+	// commitMu serialises commits so seq, log order and publish order agree.
+	commitMu sync.Mutex
+	history  []event.Event
+	conv     conversation // model-facing history, kept in step with history
+
+	mu       sync.Mutex
+	cfg      event.Config
+	mode     permission.Mode
+	asker    permission.Asker
+	files    tool.FileSystem
+	exec     tool.Executor
+	onDelta  func(model.Delta)
+	inbox    []*Ticket
+	running  bool
+	cancel   context.CancelCauseFunc // of the running turn
+	idle     chan struct{}           // closed while idle
+	turn     int                     // last turn number
+	closed   bool
+	closeErr error
+	titled   bool
+	header0  string // system prompt of the last request/header
+	lastHdr  event.Config
+	hdrSeen  bool
+}
+
+// Ticket follows one queued prompt to the end of the turn that took it.
+type Ticket struct {
+	MessageID string
+	// ReceiptSeq is the seq of the agent/inbox/spliced receipt.
+	ReceiptSeq int64
+	msg        event.Message
+	done       chan struct{}
+	result     TurnResult
+}
+
+// Done is closed when the turn that took the prompt has ended.
+func (t *Ticket) Done() <-chan struct{} { return t.done }
+
+// Result is valid after Done is closed.
+func (t *Ticket) Result() TurnResult { return t.result }
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	Turn   int
+	Reason event.TurnEndReason
+	// Text is the last non-empty assistant text of the turn.
+	Text string
+	// Seq is the seq of the turn/end event (-1 if the turn never started).
+	Seq int64
+}
+
+func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOptions, cfg event.Config, resumed bool) (*Session, error) {
+	s := &Session{
+		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed,
+		reads: tool.NewReadTracker(), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
+		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
+	}
+	close(s.idle)
+	if s.mode == "" {
+		s.mode = r.cfg.PermissionMode
+	}
+	if s.files == nil {
+		s.files = r.cfg.Files
+	}
+	if s.exec == nil {
+		s.exec = r.cfg.Exec
+	}
+	s.history = make([]event.Event, 0, len(events)+64)
+	for _, ev := range events {
+		s.absorb(ev)
+	}
+	// A config that was explicitly requested on resume wins over the log.
+	if opts.Config != (event.Config{}) && resumed {
+		want := s.cfg
+		if opts.Config.Provider != "" {
+			want.Provider = opts.Config.Provider
+		}
+		if opts.Config.Model != "" {
+			want.Model = opts.Config.Model
+		}
+		if opts.Config.ReasoningEffort != "" {
+			want.ReasoningEffort = opts.Config.ReasoningEffort
+		}
+		if opts.Config.MaxTokens > 0 {
+			want.MaxTokens = opts.Config.MaxTokens
+		}
+		if want != s.cfg {
+			if err := s.SetConfig(want); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// absorb folds a committed (or replayed) event into the in-memory state.
+// Callers hold commitMu or own the session exclusively.
+func (s *Session) absorb(ev event.Event) {
+	s.history = append(s.history, ev)
+	s.conv.add(ev)
+	switch ev.Type {
+	case event.TypeTurnStart:
+		if d, err := event.Decode[event.TurnStart](ev); err == nil && d.Turn > s.turn {
+			s.turn = d.Turn
+		}
+	case event.TypeSessionTitle:
+		s.titled = true
+	case event.TypeRequestHeader:
+		if d, err := event.Decode[event.RequestHeader](ev); err == nil {
+			s.hdrSeen = true
+			s.header0 = d.Header.System
+			s.lastHdr = d.Header.Config
+		}
+	case event.TypeConfigChange:
+		if d, err := event.Decode[event.ConfigChange](ev); err == nil {
+			s.cfg = d.Config
+			if d.PermissionMode != "" {
+				s.mode = permission.Mode(d.PermissionMode)
+			}
+		}
+	}
+}
+
+// commit appends ev to the log, folds it into memory and publishes it.
+func (s *Session) commit(ev event.Event) (event.Event, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	ev.Seq = s.lg.NextSeq()
+	if err := s.lg.Append(ev); err != nil {
+		return ev, fmt.Errorf("session %s: commit %s: %w", s.id, ev.Type, err)
+	}
+	s.absorb(ev)
+	s.rt.publish(Notice{Kind: NoticeEvent, SessionID: s.id, Event: ev})
+	return ev, nil
+}
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// Header returns the session's header.
+func (s *Session) Header() store.Header { return s.header }
+
+// Cwd returns the session's workspace.
+func (s *Session) Cwd() string { return s.header.Cwd }
+
+// Dir returns the session's directory in the store.
+func (s *Session) Dir() string { return s.lg.Dir() }
+
+// Resumed reports whether the session was opened from the store.
+func (s *Session) Resumed() bool { return s.resumed }
+
+// Events returns a copy of the session's committed history.
+func (s *Session) Events() []event.Event {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return append([]event.Event(nil), s.history...)
+}
+
+// Config returns the session's model configuration.
+func (s *Session) Config() event.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// Mode returns the session's permission mode.
+func (s *Session) Mode() permission.Mode {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mode
+}
+
+// SetConfig changes the model configuration from the next model call on,
+// recording the change in the log so a resume restores it.
+func (s *Session) SetConfig(cfg event.Config) error {
+	s.mu.Lock()
+	mode := s.mode
+	s.mu.Unlock()
+	if _, err := s.rt.Provider(cfg.Provider); err != nil {
+		return err
+	}
+	_, err := s.commit(event.New(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(mode)}))
+	if err == nil {
+		s.mu.Lock()
+		s.cfg = cfg
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// SetMode changes the permission mode, recorded in the log.
+func (s *Session) SetMode(m permission.Mode) error {
+	s.mu.Lock()
+	cfg := s.cfg
+	s.mu.Unlock()
+	_, err := s.commit(event.New(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(m)}))
+	if err == nil {
+		s.mu.Lock()
+		s.mode = m
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// Bind replaces the door-supplied parts of a session (a door that loads or
+// resumes a session binds its own asker, files and executor). Nil keeps
+// the current value.
+func (s *Session) Bind(asker permission.Asker, files tool.FileSystem, exec tool.Executor, onDelta func(model.Delta)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if asker != nil {
+		s.asker = asker
+	}
+	if files != nil {
+		s.files = files
+	}
+	if exec != nil {
+		s.exec = exec
+	}
+	if onDelta != nil {
+		s.onDelta = onDelta
+	}
+}
+
+// Running reports whether a turn is running or queued.
+func (s *Session) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// Prompt queues a user message for the next turn and returns once its
+// agent/inbox/spliced receipt is committed (and so published): a door that
+// answers with the message id after Prompt returns has already sent the
+// receipt. A turn starts at once when none is running.
+func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ticket, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(content) == 0 {
+		return nil, fmt.Errorf("%w: empty prompt", ErrBadInput)
+	}
+	t := &Ticket{MessageID: uuid.NewString(), done: make(chan struct{})}
+	t.msg = event.Message{ID: t.MessageID, Role: "user", Content: content, Source: event.Source{Kind: "user"}}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	start := len(s.inbox)
+	s.inbox = append(s.inbox, t)
+	startTurn := !s.running
+	if startTurn {
+		s.running = true
+		s.idle = make(chan struct{})
+	}
+	s.mu.Unlock()
+
+	receipt, err := s.commit(event.New(event.TypeInboxSpliced, event.InboxSpliced{
+		Target: "next-turn", Start: start, Inserted: []event.Message{t.msg}}))
+	if err != nil {
+		s.mu.Lock()
+		for i, x := range s.inbox {
+			if x == t {
+				s.inbox = append(s.inbox[:i], s.inbox[i+1:]...)
+				break
+			}
+		}
+		if startTurn {
+			s.running = false
+			close(s.idle)
+		}
+		s.mu.Unlock()
+		return nil, err
+	}
+	t.ReceiptSeq = receipt.Seq
+	if startTurn {
+		s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
+		go s.runTurns()
+	}
+	return t, nil
+}
+
+// Cancel aborts the running turn (its tools are stopped and every call gets
+// a result). Queued prompts stay queued. It returns at once.
+func (s *Session) Cancel(cause error) {
+	if cause == nil {
+		cause = errCancelledByUser
+	}
+	s.mu.Lock()
+	c := s.cancel
+	s.mu.Unlock()
+	if c != nil {
+		c(cause)
+	}
+}
+
+// CancelAll aborts the running turn and drops queued prompts.
+func (s *Session) CancelAll(cause error) {
+	s.mu.Lock()
+	dropped := s.inbox
+	s.inbox = nil
+	s.mu.Unlock()
+	for _, t := range dropped {
+		t.result = TurnResult{Seq: -1, Reason: event.TurnEndReason{Kind: event.ReasonAborted, Reason: &event.KindOnly{Kind: "user"}}}
+		close(t.done)
+	}
+	s.Cancel(cause)
+}
+
+// Wait blocks until the session is idle (no turn running or queued).
+func (s *Session) Wait(ctx context.Context) error {
+	s.mu.Lock()
+	ch := s.idle
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close cancels the running turn, drops queued prompts, waits for the turn
+// to settle and closes the log (flushing and releasing its lease). The
+// session leaves the runtime. Idempotent.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return s.closeErr
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.CancelAll(errDisposed)
+	if err := s.Wait(ctx); err != nil {
+		// The turn did not settle in time; close the log anyway so the
+		// lease is released. The turn's late commits fail with ErrClosed.
+		s.rt.log.Warn("session did not settle before close", "session", s.id, "err", err)
+	}
+	err := s.lg.Close()
+	s.rt.forget(s)
+	s.mu.Lock()
+	s.closeErr = err
+	s.mu.Unlock()
+	return err
+}
+
+// Closed reports whether Close was called.
+func (s *Session) Closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// LastTurn returns how the latest finished turn ended, if any.
+func (s *Session) LastTurn() (TurnResult, bool) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return lastTurn(s.history)
+}
+
+func lastTurn(history []event.Event) (TurnResult, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Type != event.TypeTurnEnd {
+			continue
+		}
+		te, err := event.Decode[event.TurnEnd](history[i])
+		if err != nil {
+			return TurnResult{}, false
+		}
+		res := TurnResult{Turn: te.Turn, Reason: te.Reason, Seq: history[i].Seq}
+		res.Text = turnText(history[:i], te.Turn)
+		return res, true
+	}
+	return TurnResult{}, false
+}
+
+// turnText is the last non-empty assistant text of turn in history.
+func turnText(history []event.Event, turn int) string {
+	for i := len(history) - 1; i >= 0; i-- {
+		ev := history[i]
+		if ev.Type == event.TypeTurnStart {
+			if d, err := event.Decode[event.TurnStart](ev); err == nil && d.Turn == turn {
+				return ""
+			}
+		}
+		if ev.Type != event.TypeAssistantMessage {
+			continue
+		}
+		am, err := event.Decode[event.AssistantMessage](ev)
+		if err != nil || am.Turn != turn {
+			continue
+		}
+		if t := event.JoinText(am.Message.Content); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// SaveAttachment stores image bytes in the session's attachment folder,
+// named by content hash, and returns the durable reference.
+func (s *Session) SaveAttachment(mediaType string, data []byte) (*event.Attachment, error) {
+	sum := sha256.Sum256(data)
+	hexsum := hex.EncodeToString(sum[:])
+	dir := filepath.Join(s.lg.Dir(), "attachments")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("attachment store: %w", err)
+	}
+	path := filepath.Join(dir, "sha256-"+hexsum)
+	if _, err := os.Stat(path); err != nil {
+		tmp, err := os.CreateTemp(dir, ".tmp-*")
+		if err != nil {
+			return nil, fmt.Errorf("attachment store: %w", err)
+		}
+		_, werr := tmp.Write(data)
+		serr := tmp.Sync()
+		cerr := tmp.Close()
+		if err := errors.Join(werr, serr, cerr); err != nil {
+			_ = os.Remove(tmp.Name())
+			return nil, fmt.Errorf("attachment store: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			_ = os.Remove(tmp.Name())
+			return nil, fmt.Errorf("attachment store: %w", err)
+		}
+	}
+	a := &event.Attachment{AttachmentID: "sha256:" + hexsum, MediaType: mediaType, Bytes: int64(len(data))}
+	if c, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
+		a.Width, a.Height = c.Width, c.Height
+	}
+	return a, nil
+}
+
+// LoadAttachment reads the bytes of a stored attachment.
+func (s *Session) LoadAttachment(a *event.Attachment) ([]byte, error) {
+	if a == nil || len(a.AttachmentID) != len("sha256:")+64 || a.AttachmentID[:7] != "sha256:" {
+		return nil, fmt.Errorf("%w: bad attachment reference", ErrBadInput)
+	}
+	if _, err := hex.DecodeString(a.AttachmentID[7:]); err != nil {
+		return nil, fmt.Errorf("%w: bad attachment reference", ErrBadInput)
+	}
+	return os.ReadFile(filepath.Join(s.lg.Dir(), "attachments", "sha256-"+a.AttachmentID[7:]))
+}
+
+// Decide runs the session's permission gate for a request (the subagent
+// gateway answers a child's permission requests with its parent's gate).
+func (s *Session) Decide(ctx context.Context, req permission.Request) permission.Decision {
+	s.mu.Lock()
+	g := permission.Gate{Mode: s.mode, Rules: s.rt.rulesFor(s.header.Cwd), Asker: s.asker}
+	s.mu.Unlock()
+	if req.Workspace == "" {
+		req.Workspace = s.header.Cwd
+	}
+	req.SessionID = s.id
+	return g.Decide(ctx, req)
+}
+
+// Record commits an event on behalf of a tool (todo_write, subagent links).
+func (s *Session) Record(ev event.Event) error {
+	_, err := s.commit(ev)
+	return err
+}
+
+// Runtime returns the runtime the session lives in.
+func (s *Session) Runtime() *Runtime { return s.rt }
