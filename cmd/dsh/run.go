@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/dsh-dev/dsh/cmd/internal/headless"
+)
+
+const offlineHint = `to try dsh offline, use the scripted provider and the example script in the repo:
+  dsh run --provider scripted --script examples/hello.json "say hello"`
+
+func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dsh run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sf := registerSettingFlags(fs)
+	rf, pos, err := headless.ParseRunFlags(fs, args)
+	usageFail := func(msg string) int {
+		if rf.JSON {
+			_ = headless.NewProjector(stdout).Error(msg)
+		} else {
+			fmt.Fprintf(stderr, "dsh: %s\n", msg)
+		}
+		return 2
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [--session-id ID] [TASK...|-]   (alias: dsh --profile headless)\n\n"+
+				"The task is the joined words, or stdin when there are none or the only word is -.\n"+
+				"Exit status: 0 when the turn completed, 1 otherwise, 2 for usage errors.\n\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprint(stdout, "\n"+envDoc)
+			return 0
+		}
+		return usageFail(err.Error())
+	}
+	s, err := sf.resolve("auto")
+	if err != nil {
+		return usageFail(err.Error())
+	}
+	isTTY := false
+	if f, ok := stdin.(*os.File); ok {
+		isTTY = headless.IsTerminal(f)
+	}
+	task, err := headless.ResolveTask(pos, stdin, isTTY)
+	if err != nil {
+		return usageFail(err.Error())
+	}
+	logger := newLogger(stderr, s.LogLevel)
+	rt, err := buildRuntime(s, "run", logger)
+	if err != nil {
+		return usageFail(err.Error())
+	}
+	ctx, _, stop := signalContext()
+	defer stop()
+	code := headless.Run(ctx, rt, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet, Task: task,
+		Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint})
+	if err := shutdownRuntime(rt); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	return code
+}

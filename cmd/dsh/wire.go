@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/store"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// prefixWriter prefixes every line written to w with "dsh: ", so stderr
+// carries only dsh: diagnostics (the headless contract).
+type prefixWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		out.WriteString("dsh: ")
+		out.Write(line)
+	}
+	if _, err := p.w.Write(out.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(&prefixWriter{w: w}, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// providerOptions returns the options of a provider by name: the resolved
+// settings for the configured provider, the environment for another one
+// (an SDK host may initialize with a different provider).
+func providerOptions(s Settings, name string) model.Options {
+	opts := model.Options{ScriptPath: s.Script, FirstDataTimeout: s.FirstDataTimeout, StallTimeout: s.StallTimeout}
+	if name == s.Provider {
+		opts.BaseURL, opts.APIKey = s.BaseURL, s.APIKey
+		return opts
+	}
+	switch name {
+	case "openai-compatible":
+		opts.BaseURL, opts.APIKey = os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
+	case "deepseek-official":
+		opts.BaseURL, opts.APIKey = first(os.Getenv("DEEPSEEK_BASE_URL"), "https://api.deepseek.com"), os.Getenv("DEEPSEEK_API_KEY")
+	}
+	return opts
+}
+
+// buildRuntime wires a core runtime from settings.
+func buildRuntime(s Settings, origin string, logger *slog.Logger) (*core.Runtime, error) {
+	return core.New(core.Config{
+		BaseDepth: s.Depth,
+		Store:     store.New(s.SessionRoot),
+		NewProvider: func(name string) (model.Provider, error) {
+			return model.New(name, providerOptions(s, name))
+		},
+		Defaults:       event.Config{Provider: s.Provider, Model: s.Model, ReasoningEffort: s.ReasoningEffort, MaxTokens: s.MaxTokens},
+		PermissionMode: permission.Mode(s.PermissionMode),
+		Tools:          tool.Builtins(),
+		StepCap:        s.StepCap,
+		Origin:         origin,
+		Logger:         logger,
+	})
+}
+
+// checkProvider builds the configured provider once so a missing key or an
+// unknown provider is reported before any work starts.
+func checkProvider(rt *core.Runtime, s Settings) error {
+	_, err := rt.Provider(s.Provider)
+	return err
+}
+
+// parseCommon parses a subcommand's flags (shared settings plus extra)
+// and resolves the settings. It returns the exit code to use when parsing
+// ended the command (help, usage error), else -1.
+func parseCommon(name, synopsis string, args []string, stderr, stdout io.Writer, defaultMode string,
+	extra func(fs *flag.FlagSet)) (Settings, []string, int) {
+	fs := flag.NewFlagSet("dsh "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sf := registerSettingFlags(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
+			fs.PrintDefaults()
+			fmt.Fprint(stdout, "\n"+envDoc)
+			return Settings{}, nil, 0
+		}
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return Settings{}, nil, 2
+	}
+	s, err := sf.resolve(defaultMode)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return s, nil, 2
+	}
+	return s, fs.Args(), -1
+}
+
+func sessionsCommand(args []string, stdout, stderr io.Writer) int {
+	// The settings flags (session root, config) may come before the verb.
+	fs := flag.NewFlagSet("dsh sessions", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sf := registerSettingFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, "Usage: dsh [--session-root DIR] sessions list [--cwd DIR] [--json] | show ID | rm ID\n\n"+envDoc)
+			return 0
+		}
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 2
+	}
+	s, err := sf.resolve("auto")
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 2
+	}
+	return runSessions(fs.Args(), s.SessionRoot, stdout, stderr)
+}
+
+// shutdownRuntime closes every session, bounded so a wedged turn cannot
+// keep the process alive.
+func shutdownRuntime(rt *core.Runtime) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	return rt.Close(ctx)
+}
