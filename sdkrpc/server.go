@@ -5,6 +5,7 @@
 package sdkrpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,11 +47,12 @@ type Options struct {
 
 // Server serves one connection.
 type Server struct {
-	rt   *core.Runtime
-	opts Options
-	log  *slog.Logger
-	conn *jsonrpc2.Conn
-	out  *barrierWriter
+	rt     *core.Runtime
+	opts   Options
+	log    *slog.Logger
+	conn   *jsonrpc2.Conn
+	stream *ndjson.Stream
+	out    *barrierWriter
 
 	mu          sync.Mutex
 	initialized bool
@@ -85,6 +87,7 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 
 	sub := rt.Subscribe()
 	stream := ndjson.NewSplit(in, s.out, nil, ndjson.Options{MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger})
+	s.stream = stream
 	h := dispatch.New(s.handle, dispatch.Options{Logger: opts.Logger})
 	connCtx, cancelConn := context.WithCancel(ctx)
 	defer cancelConn()
@@ -144,8 +147,16 @@ func (s *Server) forward(ctx context.Context, sub *core.Subscription) {
 	}
 }
 
+// notify writes a notification straight to the stream: jsonrpc2's Notify
+// re-marshals params through interface{} maps and caps the event rate well
+// below what a busy runtime produces.
 func (s *Server) notify(method string, params any) {
-	if err := s.conn.Notify(context.Background(), method, params); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
+	select {
+	case <-s.conn.DisconnectNotify():
+		return
+	default:
+	}
+	if err := s.stream.Notify(method, params); err != nil {
 		s.log.Warn("sdk: notification not sent", "method", method, "err", err)
 	}
 }
@@ -441,10 +452,13 @@ func (s *Server) onSend(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shutdownIDs[resp.ID] {
-		// onSend runs just before the write, under the connection's send
-		// lock; forget the id once that write is done.
+		// onSend runs just before the response is written; forget the id
+		// once the line that answers it has been written (notifications
+		// may be written in between by the forwarder).
 		id := resp.ID
-		s.out.afterNextWrite(func() {
+		idJSON, _ := json.Marshal(id)
+		prefix := append(append([]byte(`{"id":`), idJSON...), ',')
+		s.out.afterWriteOf(prefix, func() {
 			s.mu.Lock()
 			delete(s.shutdownIDs, id)
 			s.mu.Unlock()
@@ -485,27 +499,40 @@ func (a *hostAsker) Ask(ctx context.Context, req permission.Request) (permission
 	return permission.RejectOnce, nil
 }
 
-// barrierWriter runs a callback after the write that follows its arming;
-// jsonrpc2 writes each message with one Write under its send lock.
+// barrierWriter runs a callback once a line starting with a given prefix
+// has been written; the stream writes each message with one Write.
 type barrierWriter struct {
 	mu    sync.Mutex
 	w     io.Writer
-	after []func()
+	after []barrier
 }
 
-func (b *barrierWriter) afterNextWrite(fn func()) {
+type barrier struct {
+	prefix []byte
+	fn     func()
+}
+
+func (b *barrierWriter) afterWriteOf(prefix []byte, fn func()) {
 	b.mu.Lock()
-	b.after = append(b.after, fn)
+	b.after = append(b.after, barrier{prefix, fn})
 	b.mu.Unlock()
 }
 
 func (b *barrierWriter) Write(p []byte) (int, error) {
 	n, err := b.w.Write(p)
 	b.mu.Lock()
-	fns := b.after
-	b.after = nil
+	var fire []func()
+	kept := b.after[:0]
+	for _, x := range b.after {
+		if bytes.HasPrefix(p, x.prefix) {
+			fire = append(fire, x.fn)
+		} else {
+			kept = append(kept, x)
+		}
+	}
+	b.after = kept
 	b.mu.Unlock()
-	for _, fn := range fns {
+	for _, fn := range fire {
 		fn()
 	}
 	return n, err

@@ -1,0 +1,238 @@
+// Package protocol is the SDK JSON-RPC wire contract shared by the server
+// (`dsh sdk`) and Go clients: method names, the params and results of every
+// request, the notification payloads, and the original's error messages.
+//
+// The shapes are the original DeepSeek Harness SDK protocol (spec
+// dsh-protocols.md §1.2–1.5), byte-compatible so the original TypeScript and
+// Python clients drive `dsh sdk` unchanged. Our additions are marked "ours";
+// each is optional on the wire, so an original client that never sends or
+// reads them is unaffected.
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// Requests (client → server).
+const (
+	MethodInitialize    = "initialize"
+	MethodSessionPrompt = "session/prompt"
+	MethodShutdown      = "shutdown"
+	// MethodSessionCancel is ours: end the running turn of a session
+	// `aborted` (the original has no cancel; its clients close the process).
+	MethodSessionCancel = "session/cancel"
+	// MethodSessionClose is ours: dispose one session and flush its log.
+	MethodSessionClose = "session/close"
+)
+
+// MethodRequestPermission is ours, a server → client request asking the host
+// to approve a tool call. It is sent only to a host that declared
+// ClientCapabilities.Permissions in initialize.
+const MethodRequestPermission = "session/request_permission"
+
+// Notifications (server → client).
+const (
+	NotifySessionEvent     = "session.event"
+	NotifySessionStatus    = "session.status"
+	NotifySubagentStarted  = "subagent.started"
+	NotifySubagentFinished = "subagent.finished"
+)
+
+// ServerName is the wire-stable serverInfo.name; the original's clients
+// expect exactly this string.
+const ServerName = "deepseek-harness-sdk-runtime"
+
+// ProtocolVersion is ours: the version of this protocol including our
+// extensions, reported in InitializeResult. The original has none.
+const ProtocolVersion = 1
+
+// Defaults the original clients use when the host names no provider/model.
+const (
+	DefaultProvider = "deepseek-official"
+	DefaultModel    = "deepseek-flash"
+)
+
+// ClientCapabilities is ours: what the host can do for the server.
+type ClientCapabilities struct {
+	// Permissions: the host answers session/request_permission. Without it
+	// the server's permission mode decides alone.
+	Permissions bool `json:"permissions,omitempty"`
+}
+
+// InitializeParams are the params of initialize. A host fills the fields
+// directly; a server decodes with ParseInitializeParams, which reports the
+// original's validation messages. MaxTokens 0 and ReasoningEffort "" mean
+// absent (both are omitted from the wire).
+type InitializeParams struct {
+	Cwd             string              `json:"cwd"`
+	Provider        string              `json:"provider"`
+	Model           string              `json:"model"`
+	MaxTokens       int64               `json:"maxTokens,omitempty"`
+	ReasoningEffort string              `json:"reasoningEffort,omitempty"`
+	Capabilities    *ClientCapabilities `json:"capabilities,omitempty"`
+}
+
+// ServerInfo names the runtime.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ServerCapabilities is ours: which of our extensions the server serves.
+type ServerCapabilities struct {
+	Cancel      bool `json:"cancel"`      // session/cancel
+	Close       bool `json:"close"`       // session/close
+	Permissions bool `json:"permissions"` // session/request_permission when the host opts in
+}
+
+// InitializeResult is the result of initialize. The original sends only
+// serverInfo; ProtocolVersion and Capabilities are ours.
+type InitializeResult struct {
+	ServerInfo      ServerInfo          `json:"serverInfo"`
+	ProtocolVersion int                 `json:"protocolVersion,omitempty"`
+	Capabilities    *ServerCapabilities `json:"capabilities,omitempty"`
+}
+
+// SessionPromptParams are the params of session/prompt. ContentBlocks are
+// kept raw: durable content blocks (event.ContentBlock) and encoded images
+// ({type:"image", data, mimeType}); see ParsePromptBlocks and TextBlock.
+type SessionPromptParams struct {
+	SessionID     string            `json:"sessionId"`
+	ContentBlocks []json.RawMessage `json:"contentBlocks"`
+}
+
+// SessionPromptResult is the enqueue receipt of session/prompt: the id of the
+// queued user message, not of any later answer.
+type SessionPromptResult struct {
+	MessageID string `json:"messageId"`
+}
+
+// Empty is the `{}` result of shutdown, session/cancel and session/close.
+type Empty struct{}
+
+// SessionCancelParams are the params of session/cancel (ours).
+type SessionCancelParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// SessionCloseParams are the params of session/close (ours).
+type SessionCloseParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// SessionEventParams is the payload of session.event: one committed event
+// of any session in the runtime (children and non-SDK sessions included).
+type SessionEventParams struct {
+	SessionID string      `json:"sessionId"`
+	Event     event.Event `json:"event"`
+}
+
+// Session statuses of session.status.
+const (
+	StatusRunning = "running"
+	StatusIdle    = "idle"
+)
+
+// SessionStatusParams is the payload of session.status: a whole-agent
+// running/idle transition.
+type SessionStatusParams struct {
+	SessionID string `json:"sessionId"`
+	Status    string `json:"status"`
+}
+
+// SubagentStartedParams is the payload of subagent.started, sent for every
+// session created with a parent session.
+type SubagentStartedParams struct {
+	ParentSessionID string `json:"parentSessionId"`
+	ChildSessionID  string `json:"childSessionId"`
+}
+
+// Subagent finish statuses.
+const (
+	SubagentOK    = "ok"
+	SubagentError = "error"
+)
+
+// SubagentFinishedParams is the payload of subagent.finished, sent for
+// in-process (local) child runs only. AgentID equals ChildSessionID.
+// LastAssistantMessage is the child's last non-empty assistant content, or
+// its accumulated text; omitted (never []) when the child produced nothing.
+// StopReason is completed | aborted | error | max-tokens | refusal.
+type SubagentFinishedParams struct {
+	Provider             string               `json:"provider"`
+	AgentID              string               `json:"agentId"`
+	ParentSessionID      string               `json:"parentSessionId"`
+	ChildSessionID       string               `json:"childSessionId"`
+	Status               string               `json:"status"`
+	StopReason           string               `json:"stopReason"`
+	LastAssistantMessage []event.ContentBlock `json:"lastAssistantMessage,omitempty"`
+}
+
+// AppendJSON appends the JSON encoding of p to dst without encoding/json's
+// reflection and without re-compacting the event's data: session.event is
+// the protocol's hot path, and ndjson.Stream.Notify uses this when present.
+// The output has json.Marshal's members in json.Marshal's order; for data
+// that json.Marshal produced (compact, HTML-escaped: every event made by
+// event.New or read back from a log) it is byte-identical. Other raw data is
+// validated and kept as written; data that is invalid or holds a raw line
+// break goes through json.Marshal instead.
+func (p SessionEventParams) AppendJSON(dst []byte) ([]byte, error) {
+	ev := p.Event
+	for _, raw := range []json.RawMessage{ev.Data, ev.SurfaceOp} {
+		if len(raw) > 0 && (!json.Valid(raw) || bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0) {
+			// Not compact valid JSON: let encoding/json compact or reject it.
+			b, err := json.Marshal(p)
+			return append(dst, b...), err
+		}
+	}
+	dst = append(dst, `{"sessionId":`...)
+	dst = appendString(dst, p.SessionID)
+	dst = append(dst, `,"event":{"type":`...)
+	dst = appendString(dst, ev.Type)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, ev.Seq, 10)
+	dst = append(dst, `,"time":`...)
+	dst = strconv.AppendInt(dst, ev.Time, 10)
+	dst = append(dst, `,"data":`...)
+	if len(ev.Data) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, bytes.TrimSpace(ev.Data)...)
+	}
+	if len(ev.SurfaceOp) > 0 {
+		dst = append(dst, `,"surfaceOp":`...)
+		dst = append(dst, bytes.TrimSpace(ev.SurfaceOp)...)
+	}
+	if len(ev.SourceEventSeqs) > 0 {
+		dst = append(dst, `,"sourceEventSeqs":[`...)
+		for i, s := range ev.SourceEventSeqs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendInt(dst, s, 10)
+		}
+		dst = append(dst, ']')
+	}
+	if ev.Ignorable {
+		dst = append(dst, `,"ignorable":true`...)
+	}
+	return append(dst, "}}"...), nil
+}
+
+// appendString appends s as encoding/json would quote it: plain ASCII
+// directly, anything needing escapes through json.Marshal.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
