@@ -3,12 +3,32 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/dsh-dev/dsh/acp"
 )
 
 func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	_ = args
-	_ = stdin
-	_ = stdout
-	fmt.Fprintln(stderr, "dsh: the acp door has not landed yet (issue 7)")
-	return 2
+	s, _, code := parseCommon("acp", "dsh acp [flags]   (alias: dsh --profile acp)", args, stderr, stdout, "ask", nil)
+	if code >= 0 {
+		return code
+	}
+	logger := newLogger(stderr, s.LogLevel)
+	rt, err := buildRuntime(s, "acp", logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 1
+	}
+	ctx, sigCode, stop := signalContext()
+	defer stop()
+	err = acp.Serve(ctx, rt, stdin, stdout, acp.Options{Logger: logger, Version: version})
+	if err != nil && ctx.Err() == nil {
+		logger.Error("acp", "err", err)
+	}
+	if err := shutdownRuntime(rt); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	if c := sigCode(); c != 0 {
+		return c
+	}
+	return 0
 }

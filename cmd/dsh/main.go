@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -28,6 +30,10 @@ Run 'dsh <command> --help' for the flags of a command.
 `
 
 func main() {
+	// A peer that goes away must not kill us with SIGPIPE mid-write: the
+	// write fails with EPIPE instead and the door shuts down cleanly,
+	// flushing session logs.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

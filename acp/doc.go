@@ -1,0 +1,44 @@
+// Package acp is the ACP door (`dsh acp`): it serves the Agent Client
+// Protocol, the protocol editors such as Zed speak to coding agents, over
+// one stdio connection, on github.com/coder/acp-go-sdk v0.13.0.
+//
+// Everything a client sees is a projection of committed events (DESIGN.md
+// §1): one goroutine (the pump) turns the runtime's subscription into
+// session/update notifications, in commit order, and a prompt is answered
+// only after every update of its turn is on the wire. No token deltas are
+// sent.
+//
+// What is served (protocol version 1): initialize, authenticate (no-op, no
+// methods), session/new, session/load (whole history replayed before the
+// answer), session/list (cwd filter, 50 a page, opaque cursor),
+// session/resume, session/close, session/prompt, session/cancel,
+// session/set_config_option (mode, model, thought_level) and the legacy
+// session/set_mode. Updates: agent_message_chunk, agent_thought_chunk,
+// user_message_chunk (replay), tool_call / tool_call_update (kind, title,
+// locations, rawInput, status, diff / terminal / text content), plan,
+// usage_update, session_info_update, available_commands_update (/init),
+// current_mode_update, config_option_update. Permission requests offer
+// allow_once, allow_always, reject_once and reject_always. When the client
+// advertises them, files go through fs/read_text_file and
+// fs/write_text_file and commands run in the client's terminals.
+//
+// Not served: MCP servers sent by the client are accepted and ignored (Zed
+// sends the user's servers with every session; refusing them would lock
+// those users out), additionalDirectories, session/fork, logout,
+// elicitation, audio.
+//
+// The SDK reads frames with a 10 MiB line cap and drops the connection on a
+// longer one; a filter in front of it answers an oversized frame with error
+// -32600 instead, a non-JSON frame with -32700, and a second session/prompt
+// for a busy session with -32602 (the SDK would otherwise cancel the first).
+//
+// Zed settings (settings.json):
+//
+//	"agent_servers": {
+//	  "dsh": {
+//	    "command": "dsh",
+//	    "args": ["acp"],
+//	    "env": { "DEEPSEEK_API_KEY": "sk-..." }
+//	  }
+//	}
+package acp

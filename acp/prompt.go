@@ -1,0 +1,252 @@
+package acp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-dev/dsh/core/event"
+)
+
+// imageTypes are the image media types a prompt may carry.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true, "image/gif": true}
+
+// initPrompt is what /init asks the model to do.
+const initPrompt = `Write an AGENTS.md file for this workspace.
+
+Explore the workspace first (list it, read the build files, the README and a few representative sources). Then write AGENTS.md at the workspace root for future coding agents: what the project is, how it is laid out, the exact commands to build, test and lint it, the code style and conventions it follows, and anything non-obvious a newcomer would trip over. Keep it short and concrete. If AGENTS.md already exists, read it and improve it instead of starting over.`
+
+// availableCommands is the slash-command list: only commands that work.
+func availableCommands() sdk.SessionUpdate {
+	return sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: []sdk.AvailableCommand{{
+		Name:        "init",
+		Description: "Write an AGENTS.md for this workspace (layout, build and test commands, conventions)",
+		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what to focus on (optional)"}},
+	}}}}
+}
+
+// Prompt runs one turn. It answers after the turn has ended and every
+// update of it is on the wire. Cancellation (session/cancel, or the
+// request's own cancellation) answers stopReason cancelled, never -32800.
+func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	if !a.enter() {
+		return sdk.PromptResponse{}, rpcError(codeInternalError, "%v", errShuttingDown)
+	}
+	defer a.leave()
+	st := a.session(string(p.SessionId))
+	if st == nil {
+		return sdk.PromptResponse{}, unknownSession(p.SessionId)
+	}
+	// The frame filter already refuses a second prompt; this also covers
+	// a prompt sent as a notification.
+	st.pmu.Lock()
+	if st.prompting {
+		st.pmu.Unlock()
+		return sdk.PromptResponse{}, rpcError(codeInvalidParams, msgPromptInFlight)
+	}
+	st.prompting, st.cancelRequested = true, false
+	st.pmu.Unlock()
+	defer func() {
+		st.pmu.Lock()
+		st.prompting, st.cancelRequested = false, false
+		st.pmu.Unlock()
+	}()
+
+	content, err := a.promptContent(st, p.Prompt)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	ticket, err := st.s.Prompt(context.WithoutCancel(ctx), content)
+	if err != nil {
+		return sdk.PromptResponse{}, coreError(err)
+	}
+	select {
+	case <-ticket.Done():
+	case <-ctx.Done():
+		st.pmu.Lock()
+		st.cancelRequested = true
+		st.pmu.Unlock()
+		st.s.CancelAll(nil) // our prompt may still be queued: drop it too
+		<-ticket.Done()
+	}
+	res := ticket.Result()
+	if res.Seq >= 0 {
+		// Every update of the turn goes out before the response.
+		_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= res.Seq })
+	}
+	st.pmu.Lock()
+	cancelled := st.cancelRequested
+	st.pmu.Unlock()
+	if cancelled {
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	switch res.Reason.Kind {
+	case event.ReasonCompleted:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	case event.ReasonMaxTokens:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTokens}, nil
+	case event.ReasonBlocked:
+		// The step cap or a detected loop of identical calls.
+		return sdk.PromptResponse{StopReason: sdk.StopReasonMaxTurnRequests}, nil
+	case event.ReasonRefusal:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
+	case event.ReasonAborted, event.ReasonInterrupted:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	case event.ReasonError:
+		msg := "unknown error"
+		if res.Reason.Error != nil {
+			msg = res.Reason.Error.Message
+		}
+		return sdk.PromptResponse{}, rpcError(codeInternalError, "turn failed: %s", msg)
+	}
+	a.log.Warn("acp: turn ended for an unknown reason", "session", st.id, "reason", res.Reason.Kind)
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+// promptContent turns ACP content into a user message. The whole prompt
+// is validated before anything is written; images are then saved to the
+// session's attachment store in order.
+func (a *agent) promptContent(st *sessState, blocks []sdk.ContentBlock) ([]event.ContentBlock, error) {
+	type image struct {
+		at   int // index in out
+		mime string
+		data []byte
+	}
+	var (
+		out    []event.ContentBlock
+		images []image
+		filled bool
+	)
+	addText := func(t string) {
+		if strings.TrimSpace(t) != "" {
+			filled = true
+		}
+		if n := len(out); n > 0 && out[n-1].Type == event.BlockText {
+			out[n-1].Text += t
+			return
+		}
+		out = append(out, event.Text(t))
+	}
+	addImage := func(n int, mime, b64 string) error {
+		data, err := decodeImage(n, mime, b64)
+		if err != nil {
+			return err
+		}
+		images = append(images, image{at: len(out), mime: mime, data: data})
+		out = append(out, event.ContentBlock{Type: event.BlockImage})
+		filled = true
+		return nil
+	}
+	for i, b := range blocks {
+		n := i + 1
+		switch {
+		case b.Text != nil:
+			t := b.Text.Text
+			if i == 0 {
+				t = expandCommand(t)
+			}
+			addText(t)
+		case b.ResourceLink != nil:
+			addText("\n[resource_link name=" + jsonString(b.ResourceLink.Name) + " uri=" + jsonString(b.ResourceLink.Uri) + "]\n")
+		case b.Resource != nil:
+			r := b.Resource.Resource
+			switch {
+			case r.TextResourceContents != nil:
+				t := r.TextResourceContents
+				addText("\n[resource uri=" + jsonString(t.Uri) + "]\n" + t.Text + "\n[/resource]\n")
+			case r.BlobResourceContents != nil:
+				bl := r.BlobResourceContents
+				mime := ""
+				if bl.MimeType != nil {
+					mime = *bl.MimeType
+				}
+				if !imageTypes[mime] {
+					return nil, rpcError(codeInvalidParams, "block %d: binary resource %s (%s) is not supported; only text resources and png, jpeg, webp or gif images are", n, bl.Uri, orUnknown(mime))
+				}
+				if err := addImage(n, mime, bl.Blob); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, rpcError(codeInvalidParams, "block %d: a resource block needs text or blob contents", n)
+			}
+		case b.Image != nil:
+			if err := addImage(n, b.Image.MimeType, b.Image.Data); err != nil {
+				return nil, err
+			}
+		case b.Audio != nil:
+			return nil, rpcError(codeInvalidParams, "block %d: audio content is not supported", n)
+		default:
+			return nil, rpcError(codeInvalidParams, "block %d: unknown content block", n)
+		}
+	}
+	if !filled {
+		return nil, rpcError(codeInvalidParams, msgEmptyPrompt)
+	}
+	if len(images) > 0 {
+		cfg := st.s.Config()
+		prov, err := a.rt.Provider(cfg.Provider)
+		if err != nil {
+			return nil, rpcError(codeInternalError, "%v", err)
+		}
+		if !prov.Caps(cfg.Model).Images {
+			return nil, rpcError(codeInvalidParams, "model %s does not accept images", cfg.Model)
+		}
+		for _, im := range images {
+			att, err := st.s.SaveAttachment(im.mime, im.data)
+			if err != nil {
+				return nil, rpcError(codeInternalError, "saving an image: %v", err)
+			}
+			out[im.at].Attachment = att
+		}
+	}
+	return out, nil
+}
+
+// decodeImage checks an image block: a supported type, canonical base64,
+// and bytes that really are an image of that type.
+func decodeImage(n int, mime, b64 string) ([]byte, error) {
+	if !imageTypes[mime] {
+		return nil, rpcError(codeInvalidParams, "block %d: image type %s is not supported; use png, jpeg, webp or gif", n, orUnknown(mime))
+	}
+	data, err := base64.StdEncoding.Strict().DecodeString(b64)
+	if err != nil {
+		return nil, rpcError(codeInvalidParams, "block %d: image data is not valid base64: %v", n, err)
+	}
+	if len(data) == 0 {
+		return nil, rpcError(codeInvalidParams, "block %d: image data is empty", n)
+	}
+	if got := http.DetectContentType(data); got != mime {
+		return nil, rpcError(codeInvalidParams, "block %d: image data is %s, not %s", n, got, mime)
+	}
+	return data, nil
+}
+
+// expandCommand turns a leading slash command into its prompt. Unknown
+// commands pass through as text.
+func expandCommand(t string) string {
+	trimmed := strings.TrimLeft(t, " \t\r\n")
+	rest, ok := strings.CutPrefix(trimmed, "/init")
+	if !ok || (rest != "" && !strings.ContainsAny(rest[:1], " \t\r\n")) {
+		return t
+	}
+	if focus := strings.TrimSpace(rest); focus != "" {
+		return initPrompt + "\n\nThe user asks you to focus on: " + focus
+	}
+	return initPrompt
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "no media type"
+	}
+	return s
+}

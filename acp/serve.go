@@ -1,0 +1,140 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-dev/dsh/core"
+)
+
+// Options configure Serve.
+type Options struct {
+	// Logger receives diagnostics (never the protocol stream). Nil
+	// discards them.
+	Logger *slog.Logger
+	// ProtocolVersion is the latest ACP version we speak; 0 means the SDK's
+	// (1). A client asking for a version we do not speak gets this one.
+	ProtocolVersion int
+	// MaxFrameBytes caps an incoming frame (one line). A longer frame is
+	// answered with error -32600 instead of being forwarded; the SDK would
+	// drop the connection. 0 means DefaultMaxFrameBytes; larger values are
+	// clamped to it.
+	MaxFrameBytes int
+	// Version is reported in agentInfo.
+	Version string
+	// Models are the model ids offered by the model selector, besides the
+	// session's current model.
+	Models []string
+	// CloseTimeout bounds the wait for running turns to settle when the
+	// connection ends (default 10 s).
+	CloseTimeout time.Duration
+}
+
+// Serve speaks ACP with one client over in/out until the client disconnects
+// (in ends) or ctx ends. On return every session it opened is cancelled and
+// closed. It returns nil when the client disconnected, else ctx's error.
+//
+// A goroutine keeps reading in; if ctx ends first and in is not closed by
+// the caller, that goroutine stays blocked in Read until in delivers data or
+// is closed (stdin of a process that exits does not matter).
+func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, opts Options) error {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ProtocolVersion <= 0 {
+		opts.ProtocolVersion = sdk.ProtocolVersionNumber
+	}
+	if opts.MaxFrameBytes <= 0 || opts.MaxFrameBytes > DefaultMaxFrameBytes {
+		opts.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = 10 * time.Second
+	}
+
+	w := newLineWriter(out)
+	a := newAgent(rt, w, opts)
+	pr, pw := io.Pipe()
+	conn := sdk.NewAgentSideConnection(a, w, pr)
+	conn.SetLogger(opts.Logger)
+	a.conn = conn
+
+	sub := rt.Subscribe()
+	subDone := make(chan struct{})
+	go func() {
+		defer close(subDone)
+		a.subscribe(sub)
+	}()
+	pumpDone := make(chan struct{})
+	go func() {
+		defer close(pumpDone)
+		a.pump.run()
+	}()
+
+	f := &filter{in: bufio.NewReaderSize(in, 64<<10), sdk: pw, w: w, maxFrame: opts.MaxFrameBytes, log: opts.Logger}
+	go func() {
+		err := f.run()
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+			opts.Logger.Warn("acp: reading the client failed", "err", err)
+		}
+		_ = pw.CloseWithError(err)
+	}()
+
+	var result error
+	select {
+	case <-conn.Done():
+	case <-ctx.Done():
+		result = ctx.Err()
+		_ = pw.CloseWithError(ctx.Err())
+	}
+	if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok && result != nil {
+		// Unblock the reader when in supports it (a pipe or socket).
+		_ = d.SetReadDeadline(time.Now())
+	}
+
+	// Teardown: nothing more goes out, every session closes (its turn is
+	// cancelled and settles, its updates drain into the closed writer),
+	// then the pump and the subscription stop and the handlers return.
+	w.close()
+	a.shutdown()
+	sub.Close()
+	<-subDone
+	a.pump.stop()
+	<-pumpDone
+	a.handlers.Wait()
+	<-conn.Done()
+	return result
+}
+
+// shutdown refuses new work and closes every session of the connection.
+func (a *agent) shutdown() {
+	a.mu.Lock()
+	a.closing = true
+	states := make([]*sessState, 0, len(a.sessions))
+	for _, st := range a.sessions {
+		states = append(states, st)
+	}
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), a.opts.CloseTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, st := range states {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := st.s.Close(ctx); err != nil {
+				a.log.Warn("acp: closing a session failed", "session", st.id, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}

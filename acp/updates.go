@@ -1,0 +1,453 @@
+package acp
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// Bounds of what one update carries, so a frame stays far below the 10 MiB
+// line cap of SDK-based clients and a huge diff does not freeze an editor.
+const (
+	maxUpdateText  = 64 << 10 // tool output shown in a tool call
+	maxDiffBytes   = 2 << 20  // oldText + newText of one diff
+	maxReplayImage = 6 << 20  // base64 bytes of one image replayed
+)
+
+// projector turns one session's committed events into ACP updates. It is
+// used by the pump goroutine only.
+type projector struct {
+	a     *agent
+	st    *sessState
+	calls map[string]callInfo
+	// The mode and model configuration last announced, to send
+	// current_mode_update only when the mode changed.
+	mode permission.Mode
+}
+
+type callInfo struct {
+	name  string
+	kind  sdk.ToolKind
+	title string
+}
+
+func newProjector(a *agent, st *sessState) *projector {
+	return &projector{a: a, st: st, calls: map[string]callInfo{}, mode: st.s.Mode()}
+}
+
+// live projects a committed event, unless a replay already covered it.
+func (p *projector) live(ev event.Event) {
+	if ev.Seq <= p.st.sent || p.st.replayPending.Load() {
+		return
+	}
+	ups, note := p.project(ev, false)
+	for _, u := range ups {
+		p.a.pump.send(p.st.id, u)
+	}
+	p.st.advance(func() {
+		p.st.sent = ev.Seq
+		if note != nil {
+			note()
+		}
+	})
+}
+
+// replay sends the whole history of the session, then the slash commands.
+func (p *projector) replay() {
+	p.st.replayPending.Store(false)
+	evs := p.st.s.Events()
+	for _, ev := range evs {
+		ups, note := p.project(ev, true)
+		for _, u := range ups {
+			p.a.pump.send(p.st.id, u)
+		}
+		p.st.advance(func() {
+			if ev.Seq > p.st.sent {
+				p.st.sent = ev.Seq
+			}
+			if note != nil {
+				note()
+			}
+		})
+	}
+	p.mode = p.st.s.Mode()
+	p.a.pump.send(p.st.id, availableCommands())
+}
+
+// project maps one event to updates; note, when set, records the pump's
+// progress on tool calls (run under the session's progress lock).
+func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, func()) {
+	switch ev.Type {
+	case event.TypeUserMessage:
+		if !replay {
+			// The client sent it; echoing it would show it twice.
+			return nil, nil
+		}
+		m, err := event.Decode[event.Message](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		return p.userChunks(m.Content), nil
+
+	case event.TypeAssistantMessage:
+		am, err := event.Decode[event.AssistantMessage](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		var ups []sdk.SessionUpdate
+		for _, b := range am.Message.Content {
+			switch {
+			case b.Type == event.BlockReasoning && b.Text != "":
+				ups = append(ups, sdk.UpdateAgentThoughtText(b.Text))
+			case b.Type == event.BlockText && b.Text != "":
+				ups = append(ups, sdk.UpdateAgentMessageText(b.Text))
+			}
+		}
+		if u, ok := p.usage(am); ok && !replay {
+			ups = append(ups, u)
+		}
+		return ups, nil
+
+	case event.TypeToolCall:
+		tc, err := event.Decode[event.ToolCall](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		info, access := p.a.describeCall(p.st, tc.CallID, tc.Name, tc.Arguments)
+		p.calls[tc.CallID] = info
+		opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(info.kind), sdk.WithStartStatus(sdk.ToolCallStatusPending),
+			sdk.WithStartRawInput(rawInput(tc.Arguments))}
+		if locs := locations(access.Paths); len(locs) > 0 {
+			opts = append(opts, sdk.WithStartLocations(locs))
+		}
+		id, execute := tc.CallID, tc.Name == "bash" // the one tool that runs commands through the Executor
+		return []sdk.SessionUpdate{sdk.StartToolCall(sdk.ToolCallId(tc.CallID), info.title, opts...)}, func() {
+			p.st.calls[id] = false
+			if execute {
+				p.st.execs = append(p.st.execs, execCall{id: id})
+			}
+		}
+
+	case event.TypePermissionDecision:
+		d, err := event.Decode[event.PermissionDecision](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		if d.Decision != "allow" {
+			return nil, nil // the failed result follows
+		}
+		id := d.CallID
+		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress))}, func() {
+			for i := range p.st.execs {
+				if p.st.execs[i].id == id {
+					p.st.execs[i].allowed = true
+				}
+			}
+		}
+
+	case event.TypeToolResult:
+		tr, err := event.Decode[event.ToolResult](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		r := tr.Result()
+		id := r.ToolCallID
+		if id == "" {
+			id = tr.Message.Source.CallID
+		}
+		u := p.result(id, r, tr.Meta, replay)
+		return []sdk.SessionUpdate{u}, func() {
+			p.st.calls[id] = true
+			for i, x := range p.st.execs {
+				if x.id == id {
+					p.st.execs = append(p.st.execs[:i:i], p.st.execs[i+1:]...)
+					break
+				}
+			}
+		}
+
+	case event.TypeTodoWrite:
+		tw, err := event.Decode[event.TodoWrite](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		entries := make([]sdk.PlanEntry, 0, len(tw.Todos))
+		for _, t := range tw.Todos {
+			entries = append(entries, sdk.PlanEntry{Content: t.Content, Priority: sdk.PlanEntryPriorityMedium, Status: planStatus(t.Status)})
+		}
+		return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}, nil
+
+	case event.TypeSessionTitle:
+		t, err := event.Decode[event.SessionTitle](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		at := time.UnixMilli(ev.Time).UTC().Format(time.RFC3339Nano)
+		return []sdk.SessionUpdate{{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: &t.Title, UpdatedAt: &at}}}, nil
+
+	case event.TypeSubagentStart:
+		d, err := event.Decode[event.SubagentStart](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		text := fmt.Sprintf("Delegated to a %s subagent (session %s).", d.Provider, d.ChildSessionID)
+		if d.Description != "" {
+			text = fmt.Sprintf("Delegated to a %s subagent (session %s): %s", d.Provider, d.ChildSessionID, d.Description)
+		}
+		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
+			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil
+
+	case event.TypeConfigChange:
+		if replay {
+			return nil, nil // the load response carries the current state
+		}
+		cc, err := event.Decode[event.ConfigChange](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		var ups []sdk.SessionUpdate
+		if m := permission.Mode(cc.PermissionMode); m != "" && m != p.mode {
+			p.mode = m
+			ups = append(ups, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
+		}
+		mode := p.mode
+		ups = append(ups, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{
+			ConfigOptions: p.a.configOptions(cc.Config, mode)}})
+		return ups, nil
+	}
+	return nil, nil
+}
+
+func (p *projector) bad(ev event.Event, err error) ([]sdk.SessionUpdate, func()) {
+	p.a.log.Warn("acp: event not projected", "session", p.st.id, "seq", ev.Seq, "type", ev.Type, "err", err)
+	return nil, nil
+}
+
+// userChunks replays a user message: text as text, images re-read from the
+// attachment store.
+func (p *projector) userChunks(content []event.ContentBlock) []sdk.SessionUpdate {
+	var ups []sdk.SessionUpdate
+	for _, b := range content {
+		switch b.Type {
+		case event.BlockText:
+			if b.Text != "" {
+				ups = append(ups, sdk.UpdateUserMessageText(b.Text))
+			}
+		case event.BlockImage:
+			if b.Attachment == nil {
+				continue
+			}
+			data, err := p.st.s.LoadAttachment(b.Attachment)
+			if err != nil || base64.StdEncoding.EncodedLen(len(data)) > maxReplayImage {
+				ups = append(ups, sdk.UpdateUserMessageText(fmt.Sprintf("[image %s not shown]", b.Attachment.MediaType)))
+				continue
+			}
+			ups = append(ups, sdk.UpdateUserMessage(sdk.ImageBlock(base64.StdEncoding.EncodeToString(data), b.Attachment.MediaType)))
+		}
+	}
+	return ups
+}
+
+// usage turns the usage of a model call into a usage_update: tokens in
+// context are what the next call will send back (input, cached input and
+// this output); the size is the model's context window.
+func (p *projector) usage(am event.AssistantMessage) (sdk.SessionUpdate, bool) {
+	u := am.Usage
+	if u == nil {
+		return sdk.SessionUpdate{}, false
+	}
+	prov, err := p.a.rt.Provider(am.Message.Source.Provider)
+	if err != nil {
+		return sdk.SessionUpdate{}, false
+	}
+	size := prov.Caps(am.Message.Source.Model).ContextWindow
+	if size <= 0 {
+		return sdk.SessionUpdate{}, false
+	}
+	used := u.InputTokens + u.OutputTokens
+	if u.CacheReadTokens != nil {
+		used += *u.CacheReadTokens
+	}
+	return sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{Used: int(used), Size: int(size)}}, true
+}
+
+// result is the final tool_call_update of a call: its status and its
+// content — a diff for file changes, the client's terminal for a command
+// run there (live only: after a restart that terminal is gone), else the
+// bounded text the model saw.
+func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.RawMessage, replay bool) sdk.SessionUpdate {
+	status := sdk.ToolCallStatusCompleted
+	if r.IsError {
+		status = sdk.ToolCallStatusFailed
+	}
+	opts := []sdk.ToolCallUpdateOpt{sdk.WithUpdateStatus(status)}
+	var meta event.ToolMeta
+	if len(rawMeta) > 0 {
+		if err := json.Unmarshal(rawMeta, &meta); err != nil {
+			p.a.log.Warn("acp: tool meta unreadable", "session", p.st.id, "call", callID, "err", err)
+		}
+	}
+	text := resultText(r)
+	var content []sdk.ToolCallContent
+	switch {
+	case meta.Diff != nil && !r.IsError && diffSize(meta.Diff) <= maxDiffBytes:
+		d := meta.Diff
+		content = append(content, sdk.ToolCallContent{Diff: &sdk.ToolCallContentDiff{Path: d.Path, OldText: d.OldText, NewText: d.NewText, Type: "diff"}})
+	case meta.Diff != nil && !r.IsError:
+		shown := text
+		if d := meta.Diff.Unified; d != "" {
+			shown = text + "\n" + d
+		}
+		content = append(content, sdk.ToolContent(sdk.TextBlock(bound(shown+"\n[the diff is too large to show in full]"))))
+	case meta.Terminal != "" && !replay:
+		content = append(content, sdk.ToolTerminalRef(meta.Terminal))
+	case text != "":
+		content = append(content, sdk.ToolContent(sdk.TextBlock(bound(text))))
+	}
+	if len(content) > 0 {
+		opts = append(opts, sdk.WithUpdateContent(content))
+	}
+	if locs := locations(meta.Paths); len(locs) > 0 {
+		opts = append(opts, sdk.WithUpdateLocations(locs))
+	}
+	return sdk.UpdateToolCall(sdk.ToolCallId(callID), opts...)
+}
+
+func resultText(r event.ContentBlock) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		switch c.Type {
+		case event.BlockText:
+			b.WriteString(c.Text)
+		case event.BlockImage:
+			if c.Attachment != nil {
+				fmt.Fprintf(&b, "[image %s]", c.Attachment.MediaType)
+			}
+		}
+	}
+	return b.String()
+}
+
+func diffSize(d *event.Diff) int {
+	n := len(d.NewText)
+	if d.OldText != nil {
+		n += len(*d.OldText)
+	}
+	return n
+}
+
+// bound keeps the head and tail of s within maxUpdateText bytes.
+func bound(s string) string {
+	if len(s) <= maxUpdateText {
+		return s
+	}
+	head, tail := maxUpdateText*3/4, maxUpdateText/4
+	h, t := s[:head], s[len(s)-tail:]
+	for len(h) > 0 && !utf8.ValidString(h) {
+		h = h[:len(h)-1]
+	}
+	for len(t) > 0 && !utf8.ValidString(t) {
+		t = t[1:]
+	}
+	return fmt.Sprintf("%s\n[... %d bytes not shown ...]\n%s", h, len(s)-len(h)-len(t), t)
+}
+
+func planStatus(s string) sdk.PlanEntryStatus {
+	switch s {
+	case "in_progress":
+		return sdk.PlanEntryStatusInProgress
+	case "completed":
+		return sdk.PlanEntryStatusCompleted
+	}
+	return sdk.PlanEntryStatusPending
+}
+
+func locations(paths []string) []sdk.ToolCallLocation {
+	out := make([]sdk.ToolCallLocation, 0, len(paths))
+	for _, p := range paths {
+		if p != "" {
+			out = append(out, sdk.ToolCallLocation{Path: p})
+		}
+	}
+	return out
+}
+
+// rawInput is the call's arguments as JSON, or as the string the model sent
+// when it is not JSON.
+func rawInput(args string) any {
+	if json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	return args
+}
+
+// describeCall names a call for the client: its ACP kind, a title and the
+// paths it touches, from the tool's own Inspect.
+func (a *agent) describeCall(st *sessState, callID, name, args string) (info callInfo, access tool.Access) {
+	info = callInfo{name: name, kind: toolKind(name, ""), title: name}
+	var t tool.Tool
+	for _, x := range a.rt.Tools() {
+		if x.Name() == name {
+			t = x
+			break
+		}
+	}
+	if t == nil {
+		return info, access
+	}
+	info.kind = toolKind(name, t.Kind())
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				a.log.Warn("acp: tool Inspect panicked", "tool", name, "panic", v)
+			}
+		}()
+		raw := strings.TrimSpace(args)
+		if raw == "" {
+			raw = "{}"
+		}
+		acc, err := t.Inspect(json.RawMessage(raw), &tool.Env{SessionID: st.id, CallID: callID, Cwd: st.cwd})
+		if err == nil {
+			access = acc
+			if acc.Title != "" {
+				info.title = acc.Title
+			}
+		}
+	}()
+	return info, access
+}
+
+// toolKind maps our tools onto ACP's kinds, by name first (glob and grep
+// search, todo_write thinks), then by class.
+func toolKind(name string, k tool.Kind) sdk.ToolKind {
+	switch name {
+	case "read":
+		return sdk.ToolKindRead
+	case "write", "edit":
+		return sdk.ToolKindEdit
+	case "glob", "grep":
+		return sdk.ToolKindSearch
+	case "bash":
+		return sdk.ToolKindExecute
+	case "todo_write":
+		return sdk.ToolKindThink
+	}
+	switch k {
+	case tool.KindRead:
+		return sdk.ToolKindRead
+	case tool.KindMutate:
+		return sdk.ToolKindEdit
+	case tool.KindExecute:
+		return sdk.ToolKindExecute
+	}
+	return sdk.ToolKindOther
+}
