@@ -177,7 +177,7 @@ func (e *clientExec) Exec(ctx context.Context, req tool.ExecRequest) (tool.ExecR
 	}
 	tid := term.TerminalId
 	res.TerminalID = tid
-	e.embed(ctx, tid)
+	e.embed(ctx, req.CallID, tid)
 
 	waitCtx, cancel := ctx, context.CancelFunc(func() {})
 	if req.Timeout > 0 {
@@ -222,12 +222,13 @@ func (e *clientExec) Exec(ctx context.Context, req tool.ExecRequest) (tool.ExecR
 }
 
 // embed shows the terminal in the running bash call at once, so its output
-// streams in the editor. ExecRequest does not name its call, so the call is
-// found as the one bash call whose tool_call is out, whose permission was
-// granted and whose result is not in — after the pump has caught up with
-// every event committed so far. With none or several, the terminal appears
-// with the call's result instead.
-func (e *clientExec) embed(ctx context.Context, tid string) {
+// streams in the editor. The call is the request's CallID; an executor
+// caller that names none gets the one bash call whose tool_call is out,
+// whose permission was granted and whose result is not in. Either way the
+// update waits until the pump has caught up with every event committed so
+// far, so the tool_call is on the wire first. With no call found, the
+// terminal appears with the call's result instead.
+func (e *clientExec) embed(ctx context.Context, callID, tid string) {
 	st := e.st
 	evs := st.s.Events()
 	if len(evs) == 0 {
@@ -239,18 +240,20 @@ func (e *clientExec) embed(ctx context.Context, tid string) {
 	if err := st.waitFor(wctx, e.a.pump.stopped, func() bool { return st.sent >= last }); err != nil {
 		return
 	}
-	var call string
-	st.progMu.Lock()
-	n := 0
-	for _, x := range st.execs {
-		if x.allowed {
-			call = x.id
-			n++
+	call := callID
+	if call == "" {
+		st.progMu.Lock()
+		n := 0
+		for _, x := range st.execs {
+			if x.allowed {
+				call = x.id
+				n++
+			}
 		}
-	}
-	st.progMu.Unlock()
-	if n != 1 {
-		return
+		st.progMu.Unlock()
+		if n != 1 {
+			return
+		}
 	}
 	u := sdk.UpdateToolCall(sdk.ToolCallId(call), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(tid)}))
 	_ = e.a.pump.enqueueWait(wctx, item{st: st, update: &u})

@@ -74,6 +74,9 @@ type FileSystem interface {
 
 // ExecRequest is one shell command.
 type ExecRequest struct {
+	// CallID is the tool call the command runs for (a door that shows the
+	// command live, such as an ACP client terminal, attaches it there).
+	CallID  string
 	Command string
 	Workdir string
 	Env     []string // the full environment, already scrubbed of credentials

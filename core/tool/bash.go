@@ -112,6 +112,7 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		ex = LocalExec()
 	}
 	req := ExecRequest{
+		CallID:      env.CallID,
 		Command:     pl.args.Command,
 		Workdir:     pl.workdir,
 		Env:         append(ScrubEnv(os.Environ()), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"),
