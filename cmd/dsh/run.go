@@ -48,7 +48,14 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	task, err := headless.ResolveTask(pos, stdin, isTTY)
 	if err != nil {
-		return usageFail(err.Error())
+		// Only command-line mistakes exit 2; stdin that cannot be read is
+		// a runner failure like any other (exit 1).
+		code := usageFail(err.Error())
+		var ue *headless.UsageError
+		if !errors.As(err, &ue) {
+			code = 1
+		}
+		return code
 	}
 	logger := newLogger(stderr, s.LogLevel)
 	rt, err := buildRuntime(s, "run", logger)

@@ -223,7 +223,7 @@ func checkAdoptable(st *store.Store, id, cwd string) error {
 	case h.Cwd != cwd:
 		return fmt.Errorf("session %q belongs to %s, not %s; run from that directory", id, h.Cwd, cwd)
 	case h.ParentSession != "" || h.Origin == "subagent":
-		return fmt.Errorf("session %q is a subagent's session; it cannot be adopted", id)
+		return fmt.Errorf("session %q is a subagent's or forked session; it cannot be adopted", id)
 	}
 	if leased, err := st.Leased(id); err == nil && leased {
 		return fmt.Errorf("session %q is open for writing in another process; wait for it to finish", id)
