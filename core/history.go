@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/dsh-dev/dsh/core/event"
@@ -22,13 +23,75 @@ type conversation struct {
 	pending []string
 }
 
+// foldBlock is the part of a content block the conversation needs, as a
+// plain struct: encoding/json decodes it in one pass, where
+// event.ContentBlock's own UnmarshalJSON re-scans every block (resuming a
+// 10,000-event session spent most of its time there). Logs written by
+// other writers that spell blocks differently (tool-result content as a
+// string, arguments as an object) fail this decode and take the general
+// path.
+type foldBlock struct {
+	Type       string            `json:"type"`
+	Text       string            `json:"text"`
+	ID         string            `json:"id"`
+	Name       string            `json:"name"`
+	Arguments  string            `json:"arguments"`
+	ToolCallID string            `json:"toolCallId"`
+	Content    []foldBlock       `json:"content"`
+	Attachment *event.Attachment `json:"attachment"`
+}
+
+func (b foldBlock) block() event.ContentBlock {
+	out := event.ContentBlock{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, Arguments: b.Arguments,
+		ToolCallID: b.ToolCallID, Attachment: b.Attachment}
+	if b.Content != nil {
+		out.Content = make([]event.ContentBlock, len(b.Content))
+		for i, c := range b.Content {
+			out.Content[i] = c.block()
+		}
+	}
+	return out
+}
+
+// foldContent decodes the message content of a user/message (at the top
+// level) or of an assistant/message or tool/result (under "message").
+func foldContent(ev event.Event, nested bool) ([]event.ContentBlock, error) {
+	var fast struct {
+		Content []foldBlock `json:"content"`
+		Message struct {
+			Content []foldBlock `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(ev.Data, &fast); err == nil {
+		blocks := fast.Content
+		if nested {
+			blocks = fast.Message.Content
+		}
+		out := make([]event.ContentBlock, len(blocks))
+		for i, b := range blocks {
+			out[i] = b.block()
+		}
+		return out, nil
+	}
+	if nested {
+		var m struct {
+			Message event.Message `json:"message"`
+		}
+		err := json.Unmarshal(ev.Data, &m)
+		return m.Message.Content, err
+	}
+	m, err := event.Decode[event.Message](ev)
+	return m.Content, err
+}
+
 func (c *conversation) add(ev event.Event) {
 	switch ev.Type {
 	case event.TypeUserMessage:
-		m, err := event.Decode[event.Message](ev)
+		content, err := foldContent(ev, false)
 		if err != nil {
 			return
 		}
+		m := event.Message{Content: content}
 		c.closePending()
 		for _, b := range m.Content {
 			if b.Type == event.BlockImage && b.Attachment != nil {
@@ -40,7 +103,7 @@ func (c *conversation) add(ev event.Event) {
 		}
 		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(m.Content)})
 	case event.TypeAssistantMessage:
-		am, err := event.Decode[event.AssistantMessage](ev)
+		content, err := foldContent(ev, true)
 		if err != nil {
 			return
 		}
@@ -48,7 +111,7 @@ func (c *conversation) add(ev event.Event) {
 		var m model.Message
 		m.Role = "assistant"
 		var reasoning, text strings.Builder
-		for _, b := range am.Message.Content {
+		for _, b := range content {
 			switch b.Type {
 			case event.BlockReasoning:
 				reasoning.WriteString(b.Text)
@@ -62,11 +125,14 @@ func (c *conversation) add(ev event.Event) {
 		m.Reasoning, m.Content = reasoning.String(), text.String()
 		c.msgs = append(c.msgs, m)
 	case event.TypeToolResult:
-		tr, err := event.Decode[event.ToolResult](ev)
-		if err != nil || !ev.IsAppend() {
+		if !ev.IsAppend() {
 			return
 		}
-		r := tr.Result()
+		content, err := foldContent(ev, true)
+		if err != nil {
+			return
+		}
+		r := event.ToolResult{Message: event.Message{Content: content}}.Result()
 		// A result answers a pending call; results arrive in call order
 		// (the loop records them so, and crash repair appends the missing
 		// ones in order), but be robust to a result for an earlier call.
