@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"time"
 )
 
 // The acp-go-sdk reads its input with a bufio.Scanner capped at 10 MiB: a
@@ -59,6 +60,10 @@ type lineWriter struct {
 	prompts map[string]string
 	busy    map[string]string
 	hooks   []responseHook
+	// open holds the canonical ids of forwarded requests not answered yet,
+	// so that when the input ends, requests already read still get their
+	// answers before teardown.
+	open map[string]bool
 }
 
 type responseHook struct {
@@ -67,7 +72,7 @@ type responseHook struct {
 }
 
 func newLineWriter(out io.Writer) *lineWriter {
-	return &lineWriter{out: out, prompts: map[string]string{}, busy: map[string]string{}}
+	return &lineWriter{out: out, prompts: map[string]string{}, busy: map[string]string{}, open: map[string]bool{}}
 }
 
 var responsePrefix = []byte(`{"jsonrpc":"2.0","id":`)
@@ -80,8 +85,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.mu.Unlock()
 		return 0, errWriterClosed
 	}
-	if bytes.HasPrefix(p, responsePrefix) && (len(w.prompts) > 0 || len(w.hooks) > 0) {
+	if bytes.HasPrefix(p, responsePrefix) && (len(w.prompts) > 0 || len(w.hooks) > 0 || len(w.open) > 0) {
 		if id, isResponse := outgoingID(p); isResponse {
+			delete(w.open, id)
 			if sid, ok := w.prompts[id]; ok {
 				// Cleared before the bytes go out: once the client has
 				// the response it may send the next prompt at once.
@@ -148,6 +154,30 @@ func (w *lineWriter) writeError(id json.RawMessage, code int, msg string) error 
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// opened records a forwarded request awaiting its response.
+func (w *lineWriter) opened(id json.RawMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.open[canonicalID(id)] = true
+	}
+}
+
+// drain waits until every forwarded request has been answered, or grace
+// has passed.
+func (w *lineWriter) drain(grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		n := len(w.open)
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // close makes every later Write fail: after the client is gone, nothing
@@ -276,6 +306,9 @@ func (f *filter) handle(fr frame) error {
 	} else if !json.Valid(line) {
 		f.reject(fr, codeParseError, "Parse error: the frame is not valid JSON")
 		return nil
+	}
+	if id, method, isResponse := peekFrame(fr.head, fr.tail); id != nil && method != "" && !isResponse && string(id) != "null" {
+		f.w.opened(id)
 	}
 	// line is a prefix of the frame's own buffer (never bufio's), so the
 	// newline goes back in place.

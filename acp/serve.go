@@ -44,6 +44,10 @@ type Options struct {
 // A goroutine keeps reading in; if ctx ends first and in is not closed by
 // the caller, that goroutine stays blocked in Read until in delivers data or
 // is closed (stdin of a process that exits does not matter).
+// eofGrace is how long requests in flight when the input ends may still
+// answer before teardown.
+const eofGrace = time.Second
+
 func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -99,6 +103,14 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok && result != nil {
 		// Unblock the reader when in supports it (a pipe or socket).
 		_ = d.SetReadDeadline(time.Now())
+	}
+
+	// Input ended: requests already read (a piped one-shot client's
+	// initialize, say) still get their answers, for a short grace. A write
+	// to a reader that has gone fails with EPIPE; the grace bounds the case
+	// of a reader that is alive but no longer reading.
+	if result == nil {
+		w.drain(eofGrace)
 	}
 
 	// Teardown: nothing more goes out, every session closes (its turn is
