@@ -84,10 +84,13 @@ func foldContent(ev event.Event, nested bool) ([]event.ContentBlock, error) {
 	return m.Content, err
 }
 
-func (c *conversation) add(ev event.Event) {
+func (c *conversation) add(ev event.Event, payload any) {
 	switch ev.Type {
 	case event.TypeUserMessage:
 		content, err := foldContent(ev, false)
+		if m, ok := payload.(event.Message); ok {
+			content, err = m.Content, nil
+		}
 		if err != nil {
 			return
 		}
@@ -103,7 +106,13 @@ func (c *conversation) add(ev event.Event) {
 		}
 		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(m.Content)})
 	case event.TypeAssistantMessage:
-		content, err := foldContent(ev, true)
+		var content []event.ContentBlock
+		var err error
+		if am, ok := payload.(event.AssistantMessage); ok {
+			content = am.Message.Content
+		} else {
+			content, err = foldContent(ev, true)
+		}
 		if err != nil {
 			return
 		}
@@ -128,7 +137,13 @@ func (c *conversation) add(ev event.Event) {
 		if !ev.IsAppend() {
 			return
 		}
-		content, err := foldContent(ev, true)
+		var content []event.ContentBlock
+		var err error
+		if tr, ok := payload.(event.ToolResult); ok {
+			content = tr.Message.Content
+		} else {
+			content, err = foldContent(ev, true)
+		}
 		if err != nil {
 			return
 		}

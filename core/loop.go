@@ -79,25 +79,25 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	fail := func(err error) TurnResult {
 		s.rt.log.Error("turn failed", "session", s.id, "turn", turn, "err", err)
 		res.Reason = event.TurnEndReason{Kind: event.ReasonError, Error: &event.ErrorInfo{Message: err.Error(), Code: "INTERNAL"}}
-		if ev, cerr := s.commit(event.New(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: res.Reason})); cerr == nil {
+		if ev, cerr := s.emit(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: res.Reason}); cerr == nil {
 			res.Seq = ev.Seq
 		}
 		return res
 	}
 
-	if _, err := s.commit(event.New(event.TypeTurnStart, event.TurnStart{Turn: turn})); err != nil {
+	if _, err := s.emit(event.TypeTurnStart, event.TurnStart{Turn: turn}); err != nil {
 		return fail(err)
 	}
 	n := len(claimed)
-	if _, err := s.commit(event.New(event.TypeInboxSpliced, event.InboxSpliced{
-		Target: "next-turn", Start: 0, RemovedCount: &n, Inserted: []event.Message{}})); err != nil {
+	if _, err := s.emit(event.TypeInboxSpliced, event.InboxSpliced{
+		Target: "next-turn", Start: 0, RemovedCount: &n, Inserted: []event.Message{}}); err != nil {
 		return fail(err)
 	}
-	if _, err := s.commit(event.New(event.TypeStepStart, event.Step{Turn: turn, Step: 1})); err != nil {
+	if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: 1}); err != nil {
 		return fail(err)
 	}
 	for _, t := range claimed {
-		if _, err := s.commit(event.New(event.TypeUserMessage, t.msg)); err != nil {
+		if _, err := s.emit(event.TypeUserMessage, t.msg); err != nil {
 			return fail(err)
 		}
 	}
@@ -105,7 +105,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	titled := s.titled
 	s.mu.Unlock()
 	if !titled {
-		if _, err := s.commit(event.New(event.TypeSessionTitle, event.SessionTitle{Title: titleOf(claimed[0].msg.Content)})); err != nil {
+		if _, err := s.emit(event.TypeSessionTitle, event.SessionTitle{Title: titleOf(claimed[0].msg.Content)}); err != nil {
 			return fail(err)
 		}
 	}
@@ -114,7 +114,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	var end *turnEnd
 	for step := 1; ; step++ {
 		if step > 1 {
-			if _, err := s.commit(event.New(event.TypeStepStart, event.Step{Turn: turn, Step: step})); err != nil {
+			if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: step}); err != nil {
 				return fail(err)
 			}
 		}
@@ -123,7 +123,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		if err != nil {
 			return fail(err)
 		}
-		if _, err := s.commit(event.New(event.TypeStepEnd, event.Step{Turn: turn, Step: step})); err != nil {
+		if _, err := s.emit(event.TypeStepEnd, event.Step{Turn: turn, Step: step}); err != nil {
 			return fail(err)
 		}
 		if end == nil && step >= s.rt.cfg.StepCap {
@@ -135,7 +135,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		}
 	}
 	res.Reason = end.reason
-	ev, err := s.commit(event.New(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: end.reason}))
+	ev, err := s.emit(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: end.reason})
 	if err != nil {
 		s.rt.log.Error("turn end not recorded", "session", s.id, "turn", turn, "err", err)
 		return res
@@ -173,7 +173,7 @@ func (s *Session) request(cfg event.Config) (*model.Request, error) {
 		h.Header.Config = cfg
 		h.Header.System = system
 		h.Header.Tools = s.rt.toolsJSON
-		if _, err := s.commit(event.New(event.TypeRequestHeader, h)); err != nil {
+		if _, err := s.emit(event.TypeRequestHeader, h); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +224,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			info = &event.ErrorInfo{Message: "the request was cancelled", Code: string(model.ClassAborted)}
 		}
 		att := event.AssistantAttempt{Turn: turn, Step: step, Attempt: attempt, Error: info}
-		if _, cerr := s.commit(event.New(event.TypeAssistantAttempt, att)); cerr != nil {
+		if _, cerr := s.emit(event.TypeAssistantAttempt, att); cerr != nil {
 			return nil, cerr
 		}
 		if ctx.Err() != nil {
@@ -264,7 +264,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
 			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
-	if _, err := s.commit(event.New(event.TypeAssistantMessage, am)); err != nil {
+	if _, err := s.emit(event.TypeAssistantMessage, am); err != nil {
 		return nil, err
 	}
 
@@ -282,7 +282,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		return end, nil
 	}
 	for _, c := range calls {
-		if _, err := s.commit(event.New(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})); err != nil {
+		if _, err := s.emit(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}); err != nil {
 			return nil, err
 		}
 	}
@@ -467,7 +467,7 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) erro
 			tr.Meta = raw
 		}
 	}
-	_, err := s.commit(event.New(event.TypeToolResult, tr))
+	_, err := s.emit(event.TypeToolResult, tr)
 	return err
 }
 

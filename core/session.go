@@ -104,7 +104,7 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 	}
 	s.history = make([]event.Event, 0, len(events)+64)
 	for _, ev := range events {
-		s.absorb(ev)
+		s.absorb(ev, nil)
 	}
 	// A config that was explicitly requested on resume wins over the log.
 	if opts.Config != (event.Config{}) && resumed {
@@ -132,24 +132,28 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 
 // absorb folds a committed (or replayed) event into the in-memory state.
 // Callers hold commitMu or own the session exclusively.
-func (s *Session) absorb(ev event.Event) {
+//
+// payload, when not nil, is the typed value ev.Data was marshalled from:
+// the loop's own commits pass it so nothing it just wrote is decoded
+// again; events replayed from the log (or recorded by tools) are decoded.
+func (s *Session) absorb(ev event.Event, payload any) {
 	s.history = append(s.history, ev)
-	s.conv.add(ev)
+	s.conv.add(ev, payload)
 	switch ev.Type {
 	case event.TypeTurnStart:
-		if d, err := event.Decode[event.TurnStart](ev); err == nil && d.Turn > s.turn {
+		if d, err := payloadOf[event.TurnStart](ev, payload); err == nil && d.Turn > s.turn {
 			s.turn = d.Turn
 		}
 	case event.TypeSessionTitle:
 		s.titled = true
 	case event.TypeRequestHeader:
-		if d, err := event.Decode[event.RequestHeader](ev); err == nil {
+		if d, err := payloadOf[event.RequestHeader](ev, payload); err == nil {
 			s.hdrSeen = true
 			s.header0 = d.Header.System
 			s.lastHdr = d.Header.Config
 		}
 	case event.TypeConfigChange:
-		if d, err := event.Decode[event.ConfigChange](ev); err == nil {
+		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {
 			s.cfg = d.Config
 			if d.PermissionMode != "" {
 				s.mode = permission.Mode(d.PermissionMode)
@@ -158,15 +162,31 @@ func (s *Session) absorb(ev event.Event) {
 	}
 }
 
+// payloadOf returns the typed payload when the committer passed it, else
+// decodes the event.
+func payloadOf[T any](ev event.Event, payload any) (T, error) {
+	if v, ok := payload.(T); ok {
+		return v, nil
+	}
+	return event.Decode[T](ev)
+}
+
+// emit builds an event from a typed payload and commits it.
+func (s *Session) emit(typ string, data any) (event.Event, error) {
+	return s.commitWith(event.New(typ, data), data)
+}
+
 // commit appends ev to the log, folds it into memory and publishes it.
-func (s *Session) commit(ev event.Event) (event.Event, error) {
+func (s *Session) commit(ev event.Event) (event.Event, error) { return s.commitWith(ev, nil) }
+
+func (s *Session) commitWith(ev event.Event, payload any) (event.Event, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	ev.Seq = s.lg.NextSeq()
 	if err := s.lg.Append(ev); err != nil {
 		return ev, fmt.Errorf("session %s: commit %s: %w", s.id, ev.Type, err)
 	}
-	s.absorb(ev)
+	s.absorb(ev, payload)
 	s.rt.publish(Notice{Kind: NoticeEvent, SessionID: s.id, Event: ev})
 	return ev, nil
 }
@@ -216,7 +236,7 @@ func (s *Session) SetConfig(cfg event.Config) error {
 	if _, err := s.rt.Provider(cfg.Provider); err != nil {
 		return err
 	}
-	_, err := s.commit(event.New(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(mode)}))
+	_, err := s.emit(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(mode)})
 	if err == nil {
 		s.mu.Lock()
 		s.cfg = cfg
@@ -230,7 +250,7 @@ func (s *Session) SetMode(m permission.Mode) error {
 	s.mu.Lock()
 	cfg := s.cfg
 	s.mu.Unlock()
-	_, err := s.commit(event.New(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(m)}))
+	_, err := s.emit(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(m)})
 	if err == nil {
 		s.mu.Lock()
 		s.mode = m
@@ -294,8 +314,8 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 	}
 	s.mu.Unlock()
 
-	receipt, err := s.commit(event.New(event.TypeInboxSpliced, event.InboxSpliced{
-		Target: "next-turn", Start: start, Inserted: []event.Message{t.msg}}))
+	receipt, err := s.emit(event.TypeInboxSpliced, event.InboxSpliced{
+		Target: "next-turn", Start: start, Inserted: []event.Message{t.msg}})
 	if err != nil {
 		s.mu.Lock()
 		for i, x := range s.inbox {
@@ -497,6 +517,9 @@ func (s *Session) Decide(ctx context.Context, req permission.Request) permission
 
 // Record commits an event on behalf of a tool (todo_write, subagent links).
 func (s *Session) Record(ev event.Event) error {
+	if err := ev.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
 	_, err := s.commit(ev)
 	return err
 }

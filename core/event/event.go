@@ -115,3 +115,8 @@ func CommitPoint(typ string) bool {
 	}
 	return false
 }
+
+var (
+	errEmptyType = fmt.Errorf("event has no type")
+	errBadData   = fmt.Errorf("event data is not valid JSON")
+)

@@ -50,8 +50,7 @@ const maxExcerpt = 300
 // httpError turns a non-200 response into a typed *Error. body is at most
 // maxErrorBody bytes of the response; key is redacted from it.
 func httpError(provider string, resp *http.Response, body []byte, key string) *Error {
-	msg := errorBodyMessage(body)
-	msg = redact(msg, key)
+	msg := redactedBodyMessage(body, key)
 	e := &Error{
 		Status:    resp.StatusCode,
 		RequestID: requestID(resp.Header),
@@ -114,6 +113,14 @@ func errorBodyMessage(body []byte) string {
 		}
 	}
 	return excerpt(strings.TrimSpace(string(body)))
+}
+
+// redactedBodyMessage is errorBodyMessage without the API key. The raw body
+// is redacted before it is parsed and cut, so a key straddling the excerpt's
+// cut cannot leave a prefix behind; the message is redacted again in case
+// the key was spelled with JSON escapes.
+func redactedBodyMessage(body []byte, key string) string {
+	return redact(errorBodyMessage([]byte(redact(string(body), key))), key)
 }
 
 // excerpt shortens s to maxExcerpt bytes on a rune boundary and folds

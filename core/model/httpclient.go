@@ -187,7 +187,7 @@ func (p *httpProvider) Stream(ctx context.Context, req *Request, onDelta func(De
 			return nil, aborted(err)
 		}
 		return nil, &Error{Class: ClassMalformed, Status: resp.StatusCode, RequestID: requestID(resp.Header),
-			Message: fmt.Sprintf("%s: expected an event stream, got JSON: %s", p.name, redact(errorBodyMessage(data), p.key))}
+			Message: fmt.Sprintf("%s: expected an event stream, got JSON: %s", p.name, redactedBodyMessage(data, p.key))}
 	}
 	s := streamState{
 		p:       p,
@@ -287,11 +287,11 @@ func (s *streamState) chunk(data []byte) error {
 	var c wireChunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return &Error{Class: ClassMalformed, Err: err, RequestID: s.resp.RequestID,
-			Message: fmt.Sprintf("%s: a stream chunk is not JSON (%v): %s", s.p.name, err, excerpt(string(data)))}
+			Message: fmt.Sprintf("%s: a stream chunk is not JSON (%v): %s", s.p.name, err, excerpt(redact(string(data), s.p.key)))}
 	}
 	if c.Error != nil {
 		return &Error{Class: ClassServer, RequestID: s.resp.RequestID,
-			Message: fmt.Sprintf("%s: error in stream: %s", s.p.name, redact(excerpt(c.Error.Message), s.p.key))}
+			Message: fmt.Sprintf("%s: error in stream: %s", s.p.name, excerpt(redact(c.Error.Message, s.p.key)))}
 	}
 	if s.resp.RequestID == "" {
 		s.resp.RequestID = c.ID

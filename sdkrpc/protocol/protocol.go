@@ -10,9 +10,7 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/dsh-dev/dsh/core/event"
 )
@@ -173,66 +171,17 @@ type SubagentFinishedParams struct {
 }
 
 // AppendJSON appends the JSON encoding of p to dst without encoding/json's
-// reflection and without re-compacting the event's data: session.event is
-// the protocol's hot path, and ndjson.Stream.Notify uses this when present.
-// The output has json.Marshal's members in json.Marshal's order; for data
-// that json.Marshal produced (compact, HTML-escaped: every event made by
-// event.New or read back from a log) it is byte-identical. Other raw data is
-// validated and kept as written; data that is invalid or holds a raw line
-// break goes through json.Marshal instead.
+// reflection and without re-compacting the event's data (event.AppendJSON):
+// session.event is the protocol's hot path, and ndjson.Stream.Notify uses
+// this when present. The bytes equal json.Marshal's for every event the
+// runtime commits.
 func (p SessionEventParams) AppendJSON(dst []byte) ([]byte, error) {
-	ev := p.Event
-	for _, raw := range []json.RawMessage{ev.Data, ev.SurfaceOp} {
-		if len(raw) > 0 && (!json.Valid(raw) || bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0) {
-			// Not compact valid JSON: let encoding/json compact or reject it.
-			b, err := json.Marshal(p)
-			return append(dst, b...), err
-		}
-	}
 	dst = append(dst, `{"sessionId":`...)
-	dst = appendString(dst, p.SessionID)
-	dst = append(dst, `,"event":{"type":`...)
-	dst = appendString(dst, ev.Type)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendInt(dst, ev.Seq, 10)
-	dst = append(dst, `,"time":`...)
-	dst = strconv.AppendInt(dst, ev.Time, 10)
-	dst = append(dst, `,"data":`...)
-	if len(ev.Data) == 0 {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, bytes.TrimSpace(ev.Data)...)
+	dst = event.AppendString(dst, p.SessionID)
+	dst = append(dst, `,"event":`...)
+	dst, err := p.Event.AppendJSON(dst)
+	if err != nil {
+		return dst, err
 	}
-	if len(ev.SurfaceOp) > 0 {
-		dst = append(dst, `,"surfaceOp":`...)
-		dst = append(dst, bytes.TrimSpace(ev.SurfaceOp)...)
-	}
-	if len(ev.SourceEventSeqs) > 0 {
-		dst = append(dst, `,"sourceEventSeqs":[`...)
-		for i, s := range ev.SourceEventSeqs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = strconv.AppendInt(dst, s, 10)
-		}
-		dst = append(dst, ']')
-	}
-	if ev.Ignorable {
-		dst = append(dst, `,"ignorable":true`...)
-	}
-	return append(dst, "}}"...), nil
-}
-
-// appendString appends s as encoding/json would quote it: plain ASCII
-// directly, anything needing escapes through json.Marshal.
-func appendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
+	return append(dst, '}'), nil
 }
