@@ -20,7 +20,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	err = acp.Serve(ctx, rt, stdin, stdout, acp.Options{Logger: logger, Version: version})
+	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version})
 	if err != nil && ctx.Err() == nil {
 		logger.Error("acp", "err", err)
 	}

@@ -53,7 +53,7 @@ func sdkCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	exit := sdkrpc.Serve(ctx, rt, stdin, stdout, sdkrpc.Options{Version: version, Logger: logger, DefaultCwd: os.Getenv("DSH_CWD")})
+	exit := sdkrpc.Serve(ctx, rt.Runtime, stdin, stdout, sdkrpc.Options{Version: version, Logger: logger, DefaultCwd: os.Getenv("DSH_CWD")})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)
 	}

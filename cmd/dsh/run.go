@@ -64,7 +64,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, _, stop := signalContext()
 	defer stop()
-	code := headless.Run(ctx, rt, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet, Task: task,
+	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet, Task: task,
 		Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
+	"github.com/dsh-dev/dsh/subagent"
 )
 
 // prefixWriter prefixes every line written to w with "dsh: ", so stderr
@@ -72,9 +74,16 @@ func providerOptions(s Settings, name string) model.Options {
 	return opts
 }
 
-// buildRuntime wires a core runtime from settings.
-func buildRuntime(s Settings, origin string, logger *slog.Logger) (*core.Runtime, error) {
-	return core.New(core.Config{
+// runtime is a wired core runtime and the subagent gateway it delegates
+// through; close it with shutdownRuntime.
+type runtime struct {
+	*core.Runtime
+	gateway *subagent.Registry
+}
+
+// buildRuntime wires a core runtime from settings, with the subagent tool.
+func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, error) {
+	rt, err := core.New(core.Config{
 		BaseDepth: s.Depth,
 		Store:     store.New(s.SessionRoot),
 		NewProvider: func(name string) (model.Provider, error) {
@@ -87,13 +96,28 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*core.Runtime
 		Origin:         origin,
 		Logger:         logger,
 	})
-}
-
-// checkProvider builds the configured provider once so a missing key or an
-// unknown provider is reported before any work starts.
-func checkProvider(rt *core.Runtime, s Settings) error {
-	_, err := rt.Provider(s.Provider)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	reg, err := subagent.NewRegistry(s.Subagents, []string{self}, "")
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: subagents: %w", s.ConfigPath, err)
+	}
+	reg.SetLogger(logger)
+	// Children of this binary reach the same model and store as we do.
+	childEnv := map[string]string{"DSH_SESSION_ROOT": s.SessionRoot, "DSH_SCRIPT": s.Script, "DSH_CONFIG": s.ConfigPath}
+	if s.Provider == "openai-compatible" {
+		childEnv["OPENAI_BASE_URL"] = s.BaseURL
+	} else {
+		childEnv["DEEPSEEK_BASE_URL"] = s.BaseURL
+	}
+	reg.SetDshEnv(childEnv)
+	rt.RegisterTool(subagent.NewTool(rt, reg))
+	return &runtime{Runtime: rt, gateway: reg}, nil
 }
 
 // parseCommon parses a subcommand's flags (shared settings plus extra)
@@ -147,10 +171,11 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	return runSessions(fs.Args(), s.SessionRoot, stdout, stderr)
 }
 
-// shutdownRuntime closes every session, bounded so a wedged turn cannot
-// keep the process alive.
-func shutdownRuntime(rt *core.Runtime) error {
+// shutdownRuntime closes every session (cancelling turns, which cancels
+// their subagents), then every child process of the gateway, bounded so a
+// wedged turn cannot keep the process alive.
+func shutdownRuntime(rt *runtime) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	return rt.Close(ctx)
+	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
 }
