@@ -119,53 +119,90 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	return code
 }
 
-// forward turns runtime notices into notifications, in order.
+// maxBatch bounds how many notifications one write carries.
+const maxBatch = 128
+
+// forward turns runtime notices into notifications, in order. Notices that
+// are already waiting are written together with one write: under load the
+// write syscall per notification was a fair share of the door's cost.
 func (s *Server) forward(ctx context.Context, sub *core.Subscription) {
+	var buf []byte
+	seqs := map[string]int64{}
 	for {
 		n, err := sub.Next(ctx)
 		if err != nil {
 			return
 		}
-		switch n.Kind {
-		case core.NoticeEvent:
-			s.notify(protocol.NotifySessionEvent, protocol.SessionEventParams{SessionID: n.SessionID, Event: n.Event})
-			if n.Event.Type == event.TypeSubagentEnd {
-				s.subagentFinished(n)
+		buf = buf[:0]
+		clear(seqs)
+		buf = s.appendNotice(buf, n, seqs)
+	batch:
+		for i := 1; i < maxBatch; i++ {
+			select {
+			case n = <-sub.C():
+				buf = s.appendNotice(buf, n, seqs)
+			default:
+				break batch
 			}
+		}
+		select {
+		case <-s.conn.DisconnectNotify():
+			return
+		default:
+		}
+		if len(buf) > 0 {
+			if err := s.stream.WriteLines(buf); err != nil {
+				s.log.Warn("sdk: notifications not sent", "err", err)
+			}
+		}
+		if len(seqs) > 0 {
 			s.wmu.Lock()
-			s.written[n.SessionID] = n.Event.Seq
+			for id, seq := range seqs {
+				s.written[id] = seq
+			}
 			s.wcond.Broadcast()
 			s.wmu.Unlock()
-		case core.NoticeStatus:
-			s.notify(protocol.NotifySessionStatus, protocol.SessionStatusParams{SessionID: n.SessionID, Status: n.Status})
-		case core.NoticeCreated:
-			if n.Header.ParentSession != "" && !n.Resumed {
-				s.notify(protocol.NotifySubagentStarted, protocol.SubagentStartedParams{
-					ParentSessionID: n.Header.ParentSession, ChildSessionID: n.SessionID})
-			}
 		}
 	}
 }
 
-// notify writes a notification straight to the stream: jsonrpc2's Notify
-// re-marshals params through interface{} maps and caps the event rate well
-// below what a busy runtime produces.
-func (s *Server) notify(method string, params any) {
-	select {
-	case <-s.conn.DisconnectNotify():
-		return
-	default:
+// appendNotice appends the notifications of one notice to buf, noting the
+// seq of each session's last event in seqs.
+func (s *Server) appendNotice(buf []byte, n core.Notice, seqs map[string]int64) []byte {
+	add := func(method string, params any) {
+		out, err := ndjson.AppendNotification(buf, method, params)
+		if err != nil {
+			s.log.Warn("sdk: notification not encoded", "method", method, "err", err)
+			return
+		}
+		buf = out
 	}
-	if err := s.stream.Notify(method, params); err != nil {
-		s.log.Warn("sdk: notification not sent", "method", method, "err", err)
+	switch n.Kind {
+	case core.NoticeEvent:
+		add(protocol.NotifySessionEvent, protocol.SessionEventParams{SessionID: n.SessionID, Event: n.Event})
+		if n.Event.Type == event.TypeSubagentEnd {
+			if p, ok := s.subagentFinished(n); ok {
+				add(protocol.NotifySubagentFinished, p)
+			}
+		}
+		seqs[n.SessionID] = n.Event.Seq
+	case core.NoticeStatus:
+		add(protocol.NotifySessionStatus, protocol.SessionStatusParams{SessionID: n.SessionID, Status: n.Status})
+	case core.NoticeCreated:
+		if n.Header.ParentSession != "" && !n.Resumed {
+			add(protocol.NotifySubagentStarted, protocol.SubagentStartedParams{
+				ParentSessionID: n.Header.ParentSession, ChildSessionID: n.SessionID})
+		}
 	}
+	return buf
 }
 
-// subagentFinished reports an in-process child run, as the original.
-func (s *Server) subagentFinished(n core.Notice) {
+// subagentFinished is the notification of an in-process child run, as the
+// original (remote runs are not reported).
+func (s *Server) subagentFinished(n core.Notice) (protocol.SubagentFinishedParams, bool) {
 	d, err := event.Decode[event.SubagentEnd](n.Event)
 	if err != nil || !d.Local {
-		return
+		return protocol.SubagentFinishedParams{}, false
 	}
 	status := protocol.SubagentError
 	if d.StopReason == event.ReasonCompleted || (d.StopReason == event.ReasonMaxTokens && s.opts.MaxTokensAsSuccess) {
@@ -176,7 +213,7 @@ func (s *Server) subagentFinished(n core.Notice) {
 	if d.Output != "" {
 		p.LastAssistantMessage = []event.ContentBlock{event.Text(d.Output)}
 	}
-	s.notify(protocol.NotifySubagentFinished, p)
+	return p, true
 }
 
 // waitWritten blocks until the session.event of seq was written.

@@ -169,12 +169,21 @@ type Appender interface {
 // and a Notify that returns before a response is written precedes it on the
 // wire.
 func (s *Stream) Notify(method string, params any) error {
+	b, err := AppendNotification(make([]byte, 0, 256), method, params)
+	if err != nil {
+		return err
+	}
+	return s.WriteLines(b)
+}
+
+// AppendNotification appends the line (newline included) of a notification
+// to dst, for a writer that batches several lines into one WriteLines.
+func AppendNotification(dst []byte, method string, params any) ([]byte, error) {
 	m, err := json.Marshal(method)
 	if err != nil {
-		return fmt.Errorf("ndjson: marshal method: %w", err)
+		return dst, fmt.Errorf("ndjson: marshal method: %w", err)
 	}
-	b := make([]byte, 0, 256)
-	b = append(b, `{"jsonrpc":"2.0","method":`...)
+	b := append(dst, `{"jsonrpc":"2.0","method":`...)
 	b = append(b, m...)
 	if params != nil {
 		b = append(b, `,"params":`...)
@@ -186,11 +195,21 @@ func (s *Stream) Notify(method string, params any) error {
 			b = append(b, p...)
 		}
 		if err != nil {
-			return fmt.Errorf("ndjson: marshal %s params: %w", method, err)
+			return dst, fmt.Errorf("ndjson: marshal %s params: %w", method, err)
 		}
 	}
-	b = append(b, '}')
-	return s.writeLine(b)
+	return append(b, '}', '\n'), nil
+}
+
+// WriteLines writes complete lines (each ending in a newline) with one
+// Write, never interleaved with other lines of the stream.
+func (s *Stream) WriteLines(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.w.Write(b); err != nil {
+		return fmt.Errorf("ndjson: write: %w", err)
+	}
+	return nil
 }
 
 func (s *Stream) writeLine(b []byte) error {
