@@ -3,6 +3,7 @@ package event
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dsh-dev/dsh/core/jsonx"
 	"strconv"
 )
 
@@ -73,16 +74,5 @@ func hasLineBreak(raw json.RawMessage) bool {
 	return bytes.IndexByte(raw, '\n') >= 0 || bytes.IndexByte(raw, '\r') >= 0
 }
 
-// AppendString appends s quoted as encoding/json quotes it (HTML-escaped):
-// plain ASCII directly, anything needing escapes through json.Marshal.
-func AppendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
+// AppendString appends s quoted exactly as encoding/json quotes it.
+func AppendString(dst []byte, s string) []byte { return jsonx.AppendString(dst, s, true) }

@@ -4,8 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/dsh-dev/dsh/core/jsonx"
 	"strconv"
-	"unicode/utf8"
 )
 
 // This file writes the request body of POST /chat/completions by hand.
@@ -229,63 +229,8 @@ func invalidf(format string, args ...any) *Error {
 	return &Error{Class: ClassInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
-// appendString appends s as a JSON string. It follows encoding/json's
-// escaping (including <, >, & and U+2028/U+2029, and invalid UTF-8 replaced
-// by U+FFFD) so the bytes match what a json.Marshal-based peer would write.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	b = appendStringBody(b, s)
-	return append(b, '"')
-}
+// appendString appends s as encoding/json would quote it, so the request
+// bytes match what a json.Marshal-based peer would write.
+func appendString(b []byte, s string) []byte { return jsonx.AppendString(b, s, true) }
 
-const hexDigits = "0123456789abcdef"
-
-func appendStringBody(b []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(b, s[start:]...)
-}
+func appendStringBody(b []byte, s string) []byte { return jsonx.AppendStringBody(b, s, true) }

@@ -118,16 +118,6 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func FuzzAppendString(f *testing.F) {
-	f.Add("hello <world> \u2028 \xff")
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("%q: got %s want %s", s, got, want)
-		}
-	})
-}
-
 func BenchmarkEncodeBody(b *testing.B) {
 	req := historyRequest()
 	for range 50 {

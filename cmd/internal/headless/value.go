@@ -3,6 +3,7 @@ package headless
 import (
 	"encoding/json"
 	"errors"
+	"github.com/dsh-dev/dsh/core/jsonx"
 	"io"
 	"math"
 	"strconv"
@@ -320,53 +321,8 @@ func appendJSON(dst []byte, v any) []byte {
 	}
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString writes s as a JSON string. Unlike encoding/json it does not
 // escape <, > and & (the stream is not HTML), matching JSON.stringify; it
 // escapes control characters and replaces each invalid UTF-8 byte with
 // U+FFFD so the line is always valid UTF-8.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func appendString(dst []byte, s string) []byte { return jsonx.AppendString(dst, s, false) }
