@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,27 +58,62 @@ func encodeEvents(tb testing.TB, evs []event.Event) []byte {
 	return out
 }
 
+// fuzzMaxBody caps the fuzzed log body. Every run writes, repairs and
+// re-reads files, so a large input found interesting would take the
+// minimizer minutes; the structure of a log is all in its first few
+// records anyway.
+const fuzzMaxBody = 4 << 10
+
+// compactTurn is a realistic turn with small payloads (turnEvents' are
+// sized for benchmarks): a prompt, a step calling one tool, its result and
+// an answer. open leaves it at the tool call, as a crash would.
+func compactTurn(turn int, seq int64, open bool) []event.Event {
+	call := fmt.Sprintf("c%d", turn)
+	evs := []event.Event{
+		event.New(event.TypeTurnStart, event.TurnStart{Turn: turn}),
+		event.New(event.TypeStepStart, event.Step{Turn: turn, Step: 1}),
+		event.New(event.TypeUserMessage, event.Message{ID: "u", Role: "user", Content: []event.ContentBlock{event.Text("ls")}}),
+		event.New(event.TypeAssistantMessage, event.AssistantMessage{Turn: turn, Step: 1, Message: event.Message{ID: "a", Role: "assistant",
+			Content: []event.ContentBlock{event.Reasoning("r"), {Type: event.BlockToolCall, ID: call, Name: "bash", Arguments: `{"command":"ls"}`}}}}),
+		event.New(event.TypeToolCall, event.ToolCall{Turn: turn, Step: 1, CallID: call, Name: "bash", Arguments: `{"command":"ls"}`}),
+	}
+	if !open {
+		evs = append(evs,
+			event.New(event.TypeToolResult, event.ToolResult{Turn: turn, Step: 1, Message: event.Message{ID: "t", Role: "user",
+				Content: []event.ContentBlock{{Type: event.BlockToolResult, ToolCallID: call, Content: []event.ContentBlock{event.Text("a.go")}}},
+				Source:  event.Source{Kind: "tool", CallID: call}}}),
+			event.New(event.TypeStepEnd, event.Step{Turn: turn, Step: 1}),
+			event.New(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: event.TurnEndReason{Kind: event.ReasonCompleted}}),
+		)
+	}
+	for i := range evs {
+		evs[i].Seq = seq + int64(i)
+		evs[i].Time = 1
+	}
+	return evs
+}
+
 // replaySeeds are log bodies (everything after the header line) near the
 // interesting edges: whole turns, an open turn, torn tails, broken seqs,
 // unknown types, damage before the last turn and payloads closeTurn cannot
 // read.
 func replaySeeds(f *testing.F) [][]byte {
-	full := encodeEvents(f, turnEvents(1, 0))
-	two := encodeEvents(f, sessionEvents(20))
-	open := encodeEvents(f, turnEvents(1, 0)[:5]) // turn/start … tool/call, no result
+	full := encodeEvents(f, compactTurn(1, 0, false))
+	two := append(slices.Clone(full), encodeEvents(f, compactTurn(2, 8, true))...)
+	open := encodeEvents(f, compactTurn(1, 0, true))
 	badSeq := encodeEvents(f, seqd(3, event.New(event.TypeSessionTitle, event.SessionTitle{Title: "x"})))
 	unknown := []byte(`{"type":"x/y","seq":0,"time":1,"data":{}}` + "\n")
 	ignorable := []byte(`{"type":"x/y","seq":0,"time":1,"data":{},"ignorable":true}` + "\n")
 	badPayload := []byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}` + "\n" +
 		`{"type":"tool/result","seq":1,"time":1,"data":{"message":5}}` + "\n")
-	deep := []byte(`{"type":"session/title","seq":0,"time":1,"data":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + "}\n")
-	return [][]byte{
+	deep := []byte(`{"type":"session/title","seq":0,"time":1,"data":` + strings.Repeat("[", 1500) + strings.Repeat("]", 1500) + "}\n")
+	seeds := [][]byte{
 		nil,
 		full,
 		two,
 		open,
 		append(slices.Clone(open), `{"type":"tool/res`...),
-		append(slices.Clone(full), `{"type":"turn/start","seq":11,"ti`...),
+		append(slices.Clone(full), `{"type":"turn/start","seq":8,"ti`...),
 		append(append(slices.Clone(full[:len(full)/2]), "garbage\n"...), full[len(full)/2:]...),
 		append(slices.Clone(two), "not json at all"...),
 		badSeq,
@@ -90,6 +126,12 @@ func replaySeeds(f *testing.F) [][]byte {
 		[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1},"seq":1}` + "\n"),
 		[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}` + "\r\n" + "\xff\xfe\n"),
 	}
+	for _, s := range seeds {
+		if len(s) > fuzzMaxBody {
+			f.Fatalf("a seed of %d bytes is over the %d-byte cap", len(s), fuzzMaxBody)
+		}
+	}
+	return seeds
 }
 
 // FuzzReplay writes arbitrary bytes after a valid session header and reads
@@ -110,6 +152,9 @@ func FuzzReplay(f *testing.F) {
 	storeA, storeB := New(rootA), New(rootB).WithoutSync()
 
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if len(body) > fuzzMaxBody {
+			return
+		}
 		content := append(slices.Clone(header), body...)
 		for _, p := range []string{pathA, pathB} {
 			if err := os.WriteFile(p, content, 0o600); err != nil {
