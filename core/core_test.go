@@ -611,3 +611,41 @@ func (p *loopingProvider) Stream(ctx context.Context, req *model.Request, _ func
 	return &model.Response{FinishReason: "tool_calls", ToolCalls: []model.ToolCall{{ID: fmt.Sprintf("c%d", n), Name: "todo_write",
 		Arguments: fmt.Sprintf(`{"todos":[{"content":"step %d","status":"in_progress"}]}`, n)}}}, nil
 }
+
+// TestResumeRequeuesUnclaimedPrompts: a prompt whose receipt was committed
+// but that no turn claimed before a crash is neither lost nor run unasked:
+// the next prompt's turn claims it first.
+func TestResumeRequeuesUnclaimedPrompts(t *testing.T) {
+	h := newHarness(t, text("both"))
+	st := store.New(h.root)
+	lg, err := st.Create(store.Header{ID: "queued", Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := event.New(event.TypeInboxSpliced, event.InboxSpliced{Target: "next-turn", Inserted: []event.Message{
+		{ID: "m1", Role: "user", Content: []event.ContentBlock{event.Text("queued before the crash")}, Source: event.Source{Kind: "user"}}}})
+	if err := lg.Append(ev); err != nil {
+		t.Fatal(err)
+	}
+	lg.Close()
+	s, err := h.rt.Resume(context.Background(), "queued", SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Running() || len(s.Events()) != 1 || len(h.prov.requests()) != 0 {
+		t.Fatal("the unclaimed prompt was run on resume")
+	}
+	res := run(t, s, "new prompt")
+	if res.Reason.Kind != event.ReasonCompleted {
+		t.Fatalf("turn %+v", res.Reason)
+	}
+	var users []string
+	for _, m := range h.prov.requests()[0].Messages {
+		if m.Role == "user" {
+			users = append(users, m.Content)
+		}
+	}
+	if strings.Join(users, "|") != "queued before the crash|new prompt" {
+		t.Fatalf("user messages of the turn: %q", users)
+	}
+}

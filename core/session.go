@@ -106,6 +106,9 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 	for _, ev := range events {
 		s.absorb(ev, nil)
 	}
+	if resumed {
+		s.requeueUnclaimed()
+	}
 	// A config that was explicitly requested on resume wins over the log.
 	if opts.Config != (event.Config{}) && resumed {
 		want := s.cfg
@@ -174,6 +177,31 @@ func payloadOf[T any](ev event.Event, payload any) (T, error) {
 // emit builds an event from a typed payload and commits it.
 func (s *Session) emit(typ string, data any) (event.Event, error) {
 	return s.commitWith(event.New(typ, data), data)
+}
+
+// requeueUnclaimed puts back in the inbox the prompts a crashed process
+// had queued but no turn had claimed. Their receipts were committed (a host
+// holds their message ids), so they must not be lost; they are not run on
+// their own either: the next prompt's turn claims them first, as it would
+// have without the crash.
+func (s *Session) requeueUnclaimed() {
+	var pending []event.Message
+	for _, ev := range s.history {
+		if ev.Type != event.TypeInboxSpliced {
+			continue
+		}
+		d, err := event.Decode[event.InboxSpliced](ev)
+		if err != nil {
+			continue
+		}
+		if d.RemovedCount != nil {
+			pending = pending[min(*d.RemovedCount, len(pending)):]
+		}
+		pending = append(pending, d.Inserted...)
+	}
+	for _, m := range pending {
+		s.inbox = append(s.inbox, &Ticket{MessageID: m.ID, msg: m, done: make(chan struct{}), ReceiptSeq: -1})
+	}
 }
 
 // commit appends ev to the log, folds it into memory and publishes it.

@@ -302,10 +302,9 @@ func TestCrashRecovery(t *testing.T) {
 		t.Logf("crash: %d processes had exited before their kill", exited)
 	}
 	if sum.orphans > 0 {
-		// A prompt whose receipt was committed before the kill but that no
-		// turn claimed is not re-queued on resume: it stays in the log as
-		// a receipt only. Reported, not failed: see the issue 9 report.
-		t.Logf("crash: FINDING: %d receipted prompts were never claimed by a turn and were not re-queued on resume", sum.orphans)
+		// A prompt whose receipt was committed before the kill must be
+		// claimed by a turn after the resume (core re-queues it).
+		t.Errorf("crash: %d receipted prompts were never claimed by a turn", sum.orphans)
 	}
 	if sum.interrupted == 0 {
 		t.Errorf("no kill landed inside a turn; the kill points are not spread over the turn")
@@ -768,15 +767,9 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 // session's inbox behind a running turn: its receipt was committed and
 // published (the host holds its messageId), so after the resume it must
 // still be answered, not silently dropped.
-//
-// Known issue (reported with issue 9): the receipt stays in the log but the
-// resumed session never re-queues the message, so the prompt is lost. The
-// test is skipped until core re-queues unclaimed receipts on resume; set
-// DSH_E2E_KNOWN_ISSUES=1 to run it.
+// The resumed session puts the unclaimed prompt back in its inbox, and
+// the next prompt's turn claims it first.
 func TestCrashQueuedPrompt(t *testing.T) {
-	if os.Getenv("DSH_E2E_KNOWN_ISSUES") == "" {
-		t.Skip("known issue: a prompt queued behind a turn that a crash interrupted is not re-queued on resume (set DSH_E2E_KNOWN_ISSUES=1 to run)")
-	}
 	w := newWorld(t)
 	w.Env = append(w.Env, w.scriptEnv(crashScript)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -34,6 +34,7 @@ func main() {
 	// write fails with EPIPE instead and the door shuts down cleanly,
 	// flushing session logs.
 	signal.Ignore(syscall.SIGPIPE)
+	harden()
 	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
