@@ -224,6 +224,10 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			info = &event.ErrorInfo{Message: "the request was cancelled", Code: string(model.ClassAborted)}
 		}
 		att := event.AssistantAttempt{Turn: turn, Step: step, Attempt: attempt, Error: info}
+		var failed *model.Error
+		if errors.As(err, &failed) {
+			att.Usage = failed.Usage
+		}
 		if _, cerr := s.emit(event.TypeAssistantAttempt, att); cerr != nil {
 			return nil, cerr
 		}

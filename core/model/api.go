@@ -142,6 +142,9 @@ type Error struct {
 	RetryAfter time.Duration // from Retry-After, 0 if none
 	RequestID  string
 	Err        error // underlying cause, if any
+	// Usage is the usage the server reported before the call failed (a
+	// stream can carry its usage chunk and still end badly); nil if none.
+	Usage *event.Usage
 }
 
 func (e *Error) Error() string { return string(e.Class) + ": " + e.Message }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -195,7 +196,14 @@ func (p *httpProvider) Stream(ctx context.Context, req *Request, onDelta func(De
 		calls:   map[int]*callAcc{},
 		resp:    &Response{RequestID: requestID(resp.Header)},
 	}
-	return s.read(ctx, reqCtx, resp.Body, watchdog, &streaming)
+	out, err := s.read(ctx, reqCtx, resp.Body, watchdog, &streaming)
+	if err != nil {
+		var me *Error
+		if errors.As(err, &me) && me.Usage == nil {
+			me.Usage = s.resp.Usage
+		}
+	}
+	return out, err
 }
 
 // callAcc accumulates one streamed tool call.

@@ -388,7 +388,13 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: tc.Name, Arguments: args})
 	}
 	if inject != nil {
-		return nil, injected(inject, n, req.Attempt)
+		err := injected(inject, n, req.Attempt)
+		if st.Usage != nil {
+			// A mid-stream failure after the usage chunk: the attempt
+			// still cost tokens, and the loop records them.
+			err.Usage = scriptUsage(st.Usage, req, resp)
+		}
+		return nil, err
 	}
 	resp.FinishReason = st.FinishReason
 	if resp.FinishReason == "" {
