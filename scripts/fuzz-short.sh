@@ -9,7 +9,7 @@ status=0
 while IFS=: read -r file name; do
   pkg="./$(dirname "$file")"
   echo "fuzz: $pkg $name ($fuzztime)"
-  if ! go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg"; then
+  if ! go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -fuzzminimizetime=10x "$pkg"; then
     status=1
   fi
 done < <(grep -rHoE --include='*_test.go' '^func (Fuzz[A-Za-z0-9_]+)' . | sed -E 's/:func /:/' | sort)
