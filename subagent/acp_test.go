@@ -235,8 +235,8 @@ func TestACPPermissionsGoToParentGate(t *testing.T) {
 			}
 			if a, ok := c.asker.(*fixedAsker); ok {
 				req := a.last()
-				if req.Tool != "edit" || req.Kind != "mutate" || !req.Write || req.Title != "Edit notes.txt" ||
-					len(req.Paths) != 1 || req.Paths[0] != "/work/notes.txt" || req.CallID != "tc-1" {
+				if req.Tool != "edit" || req.Kind != "mutate" || !req.Write || req.Title != "Subagent (fake): Edit notes.txt" ||
+					len(req.Paths) != 1 || req.Paths[0] != "/work/notes.txt" || req.CallID != "call_test" {
 					t.Fatalf("the parent was asked %+v", req)
 				}
 			}

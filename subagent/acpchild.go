@@ -251,9 +251,9 @@ func (a *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) 
 
 // RequestPermission answers with the parent session's gate.
 func (a *acpClient) RequestPermission(h context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	ctx, stop := a.within(h)
+	ctx, call, stop := a.within(h)
 	defer stop()
-	ans := decide(ctx, a.parent, acpPermissionRequest(p, a.cwd))
+	ans := decide(ctx, a.parent, call, acpPermissionRequest(p, a.cwd))
 	return acp.RequestPermissionResponse{Outcome: acpOutcome(ans, p.Options)}, nil
 }
 

@@ -28,9 +28,10 @@ type remote interface {
 	// finish tidies sid after a run of a child that goes back to the pool;
 	// false means the child is not fit for reuse.
 	finish(ctx context.Context, sid string) bool
-	// setCall sets the ctx of the current call (nil: none): the child's
-	// permission requests are answered within it.
-	setCall(ctx context.Context)
+	// setCall sets the ctx of the current call (nil: none) and the
+	// parent's subagent call it serves: the child's permission requests
+	// are answered within ctx, as requests about that call.
+	setCall(ctx context.Context, call parentCall)
 	// healthy reports whether the connection and process are alive.
 	healthy() bool
 	// close ends the process (the close ladder; a done ctx kills) and
@@ -317,31 +318,33 @@ func (c *closer) do(ctx context.Context, fn func(context.Context) error) error {
 }
 
 // callCtx holds the ctx of a child's current call, so requests the child
-// sends (permission asks) end when the call does.
+// sends (permission asks) end when the call does, and the parent's call
+// they are asked under.
 type callCtx struct {
-	mu  sync.Mutex
-	ctx context.Context
+	mu   sync.Mutex
+	ctx  context.Context
+	call parentCall
 }
 
-func (c *callCtx) setCall(ctx context.Context) {
+func (c *callCtx) setCall(ctx context.Context, call parentCall) {
 	c.mu.Lock()
-	c.ctx = ctx
+	c.ctx, c.call = ctx, call
 	c.mu.Unlock()
 }
 
-// within returns h bounded by the current call: cancelled at once when no
-// call is running.
-func (c *callCtx) within(h context.Context) (context.Context, context.CancelFunc) {
+// within returns h bounded by the current call (cancelled at once when no
+// call is running) and the parent's call.
+func (c *callCtx) within(h context.Context) (context.Context, parentCall, context.CancelFunc) {
 	c.mu.Lock()
-	call := c.ctx
+	call, pc := c.ctx, c.call
 	c.mu.Unlock()
 	ctx, cancel := context.WithCancel(h)
 	if call == nil {
 		cancel()
-		return ctx, cancel
+		return ctx, pc, cancel
 	}
 	stop := context.AfterFunc(call, cancel)
-	return ctx, func() {
+	return ctx, pc, func() {
 		stop()
 		cancel()
 	}

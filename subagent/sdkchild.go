@@ -49,9 +49,9 @@ func spawnSDK(ctx context.Context, r *Registry, s spawnSpec) (*sdkChild, error) 
 	c := &sdkChild{reg: r, cl: cl, closer: newCloser()}
 	parent := s.parent
 	cl.OnPermissionRequest(func(h context.Context, p protocol.RequestPermissionParams) (protocol.RequestPermissionResult, error) {
-		ctx, stop := c.within(h)
+		ctx, call, stop := c.within(h)
 		defer stop()
-		return protocol.Select(decide(ctx, parent, p.Request())), nil
+		return protocol.Select(decide(ctx, parent, call, p.Request())), nil
 	})
 	return c, nil
 }

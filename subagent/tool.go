@@ -227,7 +227,7 @@ func (c *call) inproc(ctx context.Context) outcome {
 	}
 	var streamed lockedText
 	child, err := c.t.rt.Create(ctx, core.SessionOptions{
-		Cwd: c.cwd, Config: c.parent.Config(), PermissionMode: c.parent.Mode(), Asker: parentAsker{c.parent},
+		Cwd: c.cwd, Config: c.parent.Config(), PermissionMode: c.parent.Mode(), Asker: parentAsker{c.parent, c.parentCall()},
 		Files: c.env.Files, Exec: c.env.Exec, ParentSession: c.parent.ID(), Depth: c.depth, Origin: "subagent",
 		OnDelta: streamed.onDelta,
 	})
@@ -326,12 +326,12 @@ func (c *call) remote(ctx context.Context) outcome {
 				return notStarted(ctx, err)
 			}
 		}
-		ch.setCall(ctx)
+		ch.setCall(ctx, c.parentCall())
 		var err error
 		if sid, err = ch.open(ctx); err == nil {
 			break
 		}
-		ch.setCall(nil)
+		ch.setCall(nil, parentCall{})
 		r.release(ch, false, 0)
 		// A pooled child may have died while idle: one fresh try.
 		if !reused || ctx.Err() != nil {
@@ -351,7 +351,7 @@ func (c *call) remote(ctx context.Context) outcome {
 		cancel()
 	}
 	// Before release: once released, the child may serve another call.
-	ch.setCall(nil)
+	ch.setCall(nil, parentCall{})
 	r.release(ch, reusable, c.p.idle)
 	c.end(sid, o, false)
 	return o
@@ -455,12 +455,29 @@ func signature(s spawnSpec) string {
 	return b.String()
 }
 
+// parentCall is the parent's subagent call a child serves.
+type parentCall struct{ id, provider string }
+
+func (c *call) parentCall() parentCall { return parentCall{id: c.env.CallID, provider: c.p.name} }
+
 // decide answers a child's permission request with the parent session's
-// gate. An allow is passed on as allow once: if the parent's client chose
-// "always", the parent's gate already remembered it.
-func decide(ctx context.Context, parent *core.Session, req permission.Request) permission.Answer {
+// gate. The request is put as one about the parent's subagent call: the
+// parent's client knows that call, not the child's own (an ACP door waits
+// for the tool_call of the call it asks about, so a child's call id hung
+// the ask for good); the title says what the child wants to do. An allow
+// is passed on as allow once: if the parent's client chose "always", the
+// parent's gate already remembered it.
+func decide(ctx context.Context, parent *core.Session, call parentCall, req permission.Request) permission.Answer {
 	if ctx.Err() != nil {
 		return permission.Cancelled
+	}
+	if call.id != "" {
+		req.CallID = call.id
+		what := req.Title
+		if what == "" {
+			what = req.Tool
+		}
+		req.Title = fmt.Sprintf("Subagent (%s): %s", call.provider, what)
 	}
 	d := parent.Decide(ctx, req)
 	switch {
@@ -474,8 +491,11 @@ func decide(ctx context.Context, parent *core.Session, req permission.Request) p
 
 // parentAsker is an in-process child's Asker: whatever the child's gate
 // would ask a person, the parent's gate decides.
-type parentAsker struct{ parent *core.Session }
+type parentAsker struct {
+	parent *core.Session
+	call   parentCall
+}
 
 func (a parentAsker) Ask(ctx context.Context, req permission.Request) (permission.Answer, error) {
-	return decide(ctx, a.parent, req), nil
+	return decide(ctx, a.parent, a.call, req), nil
 }

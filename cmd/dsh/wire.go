@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/dsh-dev/dsh/core"
@@ -110,6 +111,9 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	reg.SetLogger(logger)
 	// Children of this binary reach the same model and store as we do.
 	childEnv := map[string]string{"DSH_SESSION_ROOT": s.SessionRoot, "DSH_SCRIPT": s.Script, "DSH_CONFIG": s.ConfigPath}
+	if s.StepCap > 0 { // else the child resolves it as we did (env, config)
+		childEnv["DSH_STEP_CAP"] = strconv.Itoa(s.StepCap)
+	}
 	if s.Provider == "openai-compatible" {
 		childEnv["OPENAI_BASE_URL"] = s.BaseURL
 	} else {
