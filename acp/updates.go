@@ -199,9 +199,9 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		if err != nil {
 			return p.bad(ev, err)
 		}
-		text := fmt.Sprintf("Delegated to a %s subagent (session %s).", d.Provider, d.ChildSessionID)
+		text := fmt.Sprintf("Delegated to the %s subagent (session %s).", d.Provider, d.ChildSessionID)
 		if d.Description != "" {
-			text = fmt.Sprintf("Delegated to a %s subagent (session %s): %s", d.Provider, d.ChildSessionID, d.Description)
+			text = fmt.Sprintf("Delegated to the %s subagent (session %s): %s", d.Provider, d.ChildSessionID, d.Description)
 		}
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
 			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil

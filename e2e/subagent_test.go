@@ -674,9 +674,6 @@ type saExpect struct {
 	// result is the child's answer); has are substrings the error holds.
 	head string
 	has  []string
-	// noDiag: the error has no Diagnostic: line (a run cut off at its
-	// token limit has nothing to diagnose; the original's is optional).
-	noDiag bool
 }
 
 // checkDelegations checks the parent's log and each child's: every call
@@ -703,9 +700,6 @@ func (sw *saWorld) checkDelegations(t *testing.T, plan saPlan, o saOutcome, want
 			}
 		default:
 			prefix := e.head + "\nDiagnostic: "
-			if e.noDiag {
-				prefix = e.head + "\n"
-			}
 			if !res.IsError || !strings.HasPrefix(res.Text, prefix) {
 				t.Errorf("%s: tool result %+v, want an error starting %q", a, res, prefix)
 			}
@@ -924,7 +918,7 @@ func TestSubagentMaxTokens(t *testing.T) {
 		o.wantStop(t, door, event.ReasonCompleted)
 		want := map[string]saExpect{}
 		for _, a := range saBuiltins {
-			want[a] = saExpect{stop: event.ReasonMaxTokens, head: saHeadMaxTokens, noDiag: true,
+			want[a] = saExpect{stop: event.ReasonMaxTokens, head: saHeadMaxTokens,
 				has: []string{"\nPartial output before the run ended:\nE2E-PARTIAL from " + a}}
 		}
 		kids := sw.checkDelegations(t, plan, o, want)

@@ -37,8 +37,8 @@ func TestACPOutcomes(t *testing.T) {
 	}{
 		{"ACP-OK", false, "Hello from fake"},
 		{"ACP-ERR", true, "subagent run failed\nDiagnostic: the ACP agent failed the prompt: turn failed: boom (code -32603)"},
-		{"ACP-MAX", true, "subagent run hit its token limit before finishing\nPartial output before the run ended:\npartial"},
-		{"ACP-REFUSE", true, "subagent declined the task"},
+		{"ACP-MAX", true, "subagent run hit its token limit before finishing\nDiagnostic: the child's turn ended max-tokens\nPartial output before the run ended:\npartial"},
+		{"ACP-REFUSE", true, "subagent declined the task\nDiagnostic: the child's turn ended refusal"},
 		{"ACP-TURNS", true, "subagent run failed\nDiagnostic: blocked: the agent hit its limit of model requests for one turn (max_turn_requests)"},
 		{"ACP-ENV FAKE_GIVEN", false, "FAKE_GIVEN=yes"},
 		{"ACP-ENV " + EnvDelegationDepth, false, EnvDelegationDepth + "=1"},

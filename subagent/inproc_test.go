@@ -119,8 +119,8 @@ func TestInprocFailures(t *testing.T) {
 	p := h.parent(0)
 	cases := []struct{ prompt, want string }{
 		{"CHILD-ERR", "subagent run failed\nDiagnostic: AUTH: bad key"},
-		{"CHILD-MAX", "subagent run hit its token limit before finishing\nPartial output before the run ended:\npartial answ"},
-		{"CHILD-REFUSE", "subagent declined the task\nPartial output before the run ended:\nno"},
+		{"CHILD-MAX", "subagent run hit its token limit before finishing\nDiagnostic: the child's turn ended max-tokens\nPartial output before the run ended:\npartial answ"},
+		{"CHILD-REFUSE", "subagent declined the task\nDiagnostic: the child's turn ended refusal\nPartial output before the run ended:\nno"},
 	}
 	for _, c := range cases {
 		rec := newRecorder()

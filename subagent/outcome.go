@@ -59,10 +59,14 @@ func (o outcome) result() tool.Result {
 	}
 	var b strings.Builder
 	b.WriteString(headline(o.StopReason))
-	if o.Diagnostic != "" {
-		b.WriteString("\nDiagnostic: ")
-		b.WriteString(o.Diagnostic)
+	diag := o.Diagnostic
+	if diag == "" {
+		// Every run that did not complete says why, even when the child
+		// gave no detail beyond its stop reason.
+		diag = "the child's turn ended " + o.StopReason
 	}
+	b.WriteString("\nDiagnostic: ")
+	b.WriteString(diag)
 	if o.Output != "" {
 		b.WriteString("\nPartial output before the run ended:\n")
 		b.WriteString(o.Output)

@@ -174,9 +174,9 @@ func TestOutcomeResult(t *testing.T) {
 			"subagent run was cancelled\nDiagnostic: d\nPartial output before the run ended:\npar"},
 		{outcome{StopReason: StopError, Diagnostic: "AUTH: bad"}, true, "subagent run failed\nDiagnostic: AUTH: bad"},
 		{outcome{StopReason: StopMaxTokens, Output: "x"}, true,
-			"subagent run hit its token limit before finishing\nPartial output before the run ended:\nx"},
-		{outcome{StopReason: StopRefusal}, true, "subagent declined the task"},
-		{outcome{StopReason: "weird"}, true, "subagent run ended abnormally (weird)"},
+			"subagent run hit its token limit before finishing\nDiagnostic: the child's turn ended max-tokens\nPartial output before the run ended:\nx"},
+		{outcome{StopReason: StopRefusal}, true, "subagent declined the task\nDiagnostic: the child's turn ended refusal"},
+		{outcome{StopReason: "weird"}, true, "subagent run ended abnormally (weird)\nDiagnostic: the child's turn ended weird"},
 	}
 	for _, c := range cases {
 		r := c.o.result()

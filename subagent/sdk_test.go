@@ -56,7 +56,7 @@ func TestDshOutcomes(t *testing.T) {
 			}{
 				{"CHILD-OK hello", false, "child result: 42"},
 				{"CHILD-ERR", true, "subagent run failed\nDiagnostic: "},
-				{"CHILD-MAX", true, "subagent run hit its token limit before finishing\nPartial output before the run ended:\npartial answ"},
+				{"CHILD-MAX", true, "subagent run hit its token limit before finishing\nDiagnostic: the child's turn ended max-tokens\nPartial output before the run ended:\npartial answ"},
 			}
 			for _, k := range cases {
 				rec := newRecorder()
