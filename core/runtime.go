@@ -83,6 +83,8 @@ type Runtime struct {
 
 	subMu sync.Mutex
 	subs  []*Subscription
+
+	onClose []func(sessionID string)
 }
 
 type creation struct {
@@ -416,11 +418,28 @@ func (r *Runtime) rulesFor(cwd string) *permission.Rules {
 	return rs
 }
 
+// OnSessionClose registers fn to run after a session of this runtime has
+// closed (the subagent gateway closes the closed parent's idle children).
+func (r *Runtime) OnSessionClose(fn func(sessionID string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onClose = append(r.onClose, fn)
+}
+
 func (r *Runtime) forget(s *Session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sessions[s.id] == s {
 		delete(r.sessions, s.id)
+	}
+}
+
+func (r *Runtime) sessionClosed(id string) {
+	r.mu.Lock()
+	hooks := append([]func(string){}, r.onClose...)
+	r.mu.Unlock()
+	for _, fn := range hooks {
+		fn(id)
 	}
 }
 

@@ -429,6 +429,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closeErr = err
 	s.mu.Unlock()
+	s.rt.sessionClosed(s.id)
 	return err
 }
 

@@ -315,3 +315,24 @@ func TestACPCloseDuringRun(t *testing.T) {
 		t.Fatalf("child %d survived Close", pid)
 	}
 }
+
+// TestPooledChildrenCloseWithTheirParent: closing a parent session closes
+// its idle children at once instead of leaving them to the idle timeout.
+func TestPooledChildrenCloseWithTheirParent(t *testing.T) {
+	h := newHarness(t, hopts{config: fakeConfig()})
+	p := h.parent(0)
+	r := h.call(context.Background(), p, nil, acpArgs("fake", "ACP-PID"))
+	pid, err := strconv.Atoi(resultText(r))
+	if err != nil || h.reg.idleCount() != 1 {
+		t.Fatalf("pid %q, idle %d", resultText(r), h.reg.idleCount())
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.reg.idleCount() != 0 {
+		t.Fatalf("%d idle children after their parent closed", h.reg.idleCount())
+	}
+	if !waitGone(pid, 10*time.Second) {
+		t.Fatalf("child %d of a closed parent still runs", pid)
+	}
+}

@@ -186,6 +186,31 @@ func (p *pool) expire(c *child) {
 	}
 }
 
+// releaseParent closes the idle children of a parent session that has
+// closed: they can serve no later call, so they should not wait out their
+// idle timeout. (A session closes after its turn settles, so none of its
+// children is busy then.)
+func (p *pool) releaseParent(parent string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	for key, list := range p.idle {
+		if key.parent != parent {
+			continue
+		}
+		for _, c := range list {
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			delete(p.live, c)
+			p.closeLocked(c)
+		}
+		delete(p.idle, key)
+	}
+}
+
 // background runs fn aside, tracked so closeAll waits for it; after
 // closeAll it runs fn at once.
 func (p *pool) background(fn func()) {

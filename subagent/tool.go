@@ -22,6 +22,7 @@ const ToolName = "subagent"
 // it with rt.RegisterTool before the first session is created.
 func NewTool(rt *core.Runtime, providers *Registry) tool.Tool {
 	t := &subagentTool{rt: rt, reg: providers}
+	rt.OnSessionClose(providers.pool.releaseParent)
 	t.schema = t.buildSchema()
 	t.desc = t.buildDescription()
 	return t
