@@ -649,3 +649,31 @@ func TestResumeRequeuesUnclaimedPrompts(t *testing.T) {
 		t.Fatalf("user messages of the turn: %q", users)
 	}
 }
+
+// TestConfigChangesRaceFree changes model and mode while turns run and
+// readers read them (run with -race).
+func TestConfigChangesRaceFree(t *testing.T) {
+	var steps []stepFunc
+	for i := 0; i < 20; i++ {
+		steps = append(steps, text("ok"))
+	}
+	h := newHarness(t, steps...)
+	s := h.session()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			_ = s.SetConfig(event.Config{Provider: "test", Model: fmt.Sprint("m", i)})
+			_ = s.SetMode(permission.ModeAsk)
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		run(t, s, "go")
+		_ = s.Config()
+		_ = s.Mode()
+	}
+	<-done
+	if got := s.Config().Model; got != "m19" {
+		t.Fatalf("model %q after the changes", got)
+	}
+}

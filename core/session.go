@@ -148,7 +148,9 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.turn = d.Turn
 		}
 	case event.TypeSessionTitle:
+		s.mu.Lock()
 		s.titled = true
+		s.mu.Unlock()
 	case event.TypeRequestHeader:
 		if d, err := payloadOf[event.RequestHeader](ev, payload); err == nil {
 			s.hdrSeen = true
@@ -157,10 +159,14 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		}
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {
+			// cfg, mode and titled are read under mu (absorb runs under
+			// commitMu; the lock order is commitMu, then mu).
+			s.mu.Lock()
 			s.cfg = d.Config
 			if d.PermissionMode != "" {
 				s.mode = permission.Mode(d.PermissionMode)
 			}
+			s.mu.Unlock()
 		}
 	}
 }
