@@ -296,7 +296,7 @@ func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.Raw
 			p.a.log.Warn("acp: tool meta unreadable", "session", p.st.id, "call", callID, "err", err)
 		}
 	}
-	text := resultText(r)
+	text := event.ResultText(r)
 	var content []sdk.ToolCallContent
 	switch {
 	case meta.Diff != nil && !r.IsError && diffSize(meta.Diff) <= maxDiffBytes:
@@ -320,21 +320,6 @@ func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.Raw
 		opts = append(opts, sdk.WithUpdateLocations(locs))
 	}
 	return sdk.UpdateToolCall(sdk.ToolCallId(callID), opts...)
-}
-
-func resultText(r event.ContentBlock) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		switch c.Type {
-		case event.BlockText:
-			b.WriteString(c.Text)
-		case event.BlockImage:
-			if c.Attachment != nil {
-				fmt.Fprintf(&b, "[image %s]", c.Attachment.MediaType)
-			}
-		}
-	}
-	return b.String()
 }
 
 func diffSize(d *event.Diff) int {

@@ -155,7 +155,7 @@ func (c *conversation) add(ev event.Event, payload any) {
 			if id == r.ToolCallID {
 				c.fillPending(i)
 				c.pending = append(c.pending[:0], c.pending[i+1:]...)
-				c.msgs = append(c.msgs, model.Message{Role: "tool", ToolCallID: r.ToolCallID, Content: toolResultText(r)})
+				c.msgs = append(c.msgs, model.Message{Role: "tool", ToolCallID: r.ToolCallID, Content: event.ResultText(r)})
 				return
 			}
 		}
@@ -174,23 +174,6 @@ func (c *conversation) fillPending(n int) {
 func (c *conversation) closePending() {
 	c.fillPending(len(c.pending))
 	c.pending = c.pending[:0]
-}
-
-// toolResultText renders a tool-result block for the model: its text
-// blocks, with images named (chat-completion tool messages carry text).
-func toolResultText(r event.ContentBlock) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		switch c.Type {
-		case event.BlockText:
-			b.WriteString(c.Text)
-		case event.BlockImage:
-			if c.Attachment != nil {
-				b.WriteString("[image " + c.Attachment.MediaType + " " + c.Attachment.AttachmentID + "]")
-			}
-		}
-	}
-	return b.String()
 }
 
 // build returns the messages of a request: system first, then the

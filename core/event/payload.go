@@ -1,6 +1,9 @@
 package event
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Block types of ContentBlock.
 const (
@@ -120,6 +123,24 @@ func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// ResultText renders a tool-result block as text: its text blocks, with
+// images named (chat-completion tool messages and editor tool calls carry
+// text).
+func ResultText(r ContentBlock) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		switch c.Type {
+		case BlockText:
+			b.WriteString(c.Text)
+		case BlockImage:
+			if c.Attachment != nil {
+				b.WriteString("[image " + c.Attachment.MediaType + " " + c.Attachment.AttachmentID + "]")
+			}
+		}
+	}
+	return b.String()
 }
 
 // JoinText concatenates the text blocks of content (not reasoning).
