@@ -61,6 +61,11 @@ type Server struct {
 	hostAsks    bool
 	shutting    bool
 	shutdownIDs map[jsonrpc2.ID]bool
+	// shutdownRead is set when a shutdown request has been read; prompts
+	// read after it are late and refused, whatever order their handlers
+	// run in (the original handles lines in order).
+	shutdownRead bool
+	late         map[jsonrpc2.ID]bool
 	exitStarted bool
 	done        chan int // exit code, once
 
@@ -82,7 +87,7 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 		opts.ShutdownTimeout = 10 * time.Second
 	}
 	s := &Server{rt: rt, opts: opts, log: opts.Logger, out: &barrierWriter{w: out},
-		shutdownIDs: map[jsonrpc2.ID]bool{}, done: make(chan int, 1), written: map[string]int64{}}
+		shutdownIDs: map[jsonrpc2.ID]bool{}, late: map[jsonrpc2.ID]bool{}, done: make(chan int, 1), written: map[string]int64{}}
 	s.wcond = sync.NewCond(&s.wmu)
 
 	sub := rt.Subscribe()
@@ -239,6 +244,13 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 	case protocol.MethodInitialize:
 		return s.initialize(ctx, c.Params)
 	case protocol.MethodSessionPrompt:
+		s.mu.Lock()
+		late := s.late[c.ID]
+		delete(s.late, c.ID)
+		s.mu.Unlock()
+		if late {
+			return nil, protocol.ErrShuttingDown
+		}
 		return s.prompt(ctx, c.Params)
 	case protocol.MethodShutdown:
 		return s.shutdown(c.ID)
@@ -473,12 +485,20 @@ func (s *Server) waitShutdownAnswers() {
 // onRecv notes shutdown requests as they are read, before they are
 // dispatched, so the exit waits for their answers.
 func (s *Server) onRecv(req *jsonrpc2.Request, _ *jsonrpc2.Response) {
-	if req == nil || req.Notif || req.Method != protocol.MethodShutdown {
+	if req == nil || req.Notif {
 		return
 	}
 	s.mu.Lock()
-	s.shutdownIDs[req.ID] = true
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	switch req.Method {
+	case protocol.MethodShutdown:
+		s.shutdownIDs[req.ID] = true
+		s.shutdownRead = true
+	case protocol.MethodSessionPrompt:
+		if s.shutdownRead {
+			s.late[req.ID] = true
+		}
+	}
 }
 
 // onSend notes the shutdown responses as they go out.

@@ -424,3 +424,24 @@ func TestServer_HostAnswersPermission(t *testing.T) {
 		t.Fatalf("allowed write not done: %v", err)
 	}
 }
+
+// TestServer_PromptAfterShutdownInSameWrite: a prompt read after a
+// shutdown is refused even when its handler would run first.
+func TestServer_PromptAfterShutdownInSameWrite(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		p := newPeer(t, helloScript)
+		p.initialize("")
+		p.send(`{"jsonrpc":"2.0","id":"sd","method":"shutdown"}` + "\n" +
+			`{"jsonrpc":"2.0","id":"late","method":"session/prompt","params":{"sessionId":"late-session","contentBlocks":[{"type":"text","text":"x"}]}}`)
+		p.response(`"sd"`)
+		select {
+		case code := <-p.exit:
+			p.exit <- code
+		case <-time.After(10 * time.Second):
+			t.Fatal("no exit")
+		}
+		if _, err := p.rt.Store().Dir("late-session"); err == nil {
+			t.Fatalf("run %d: a prompt read after shutdown created a session", i)
+		}
+	}
+}
