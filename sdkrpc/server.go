@@ -51,6 +51,7 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	conn   *jsonrpc2.Conn
+	ready  chan struct{} // closed once conn is set: handlers may use it
 	stream *ndjson.Stream
 	out    *barrierWriter
 
@@ -96,7 +97,9 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	h := dispatch.New(s.handle, dispatch.Options{Logger: opts.Logger})
 	connCtx, cancelConn := context.WithCancel(ctx)
 	defer cancelConn()
+	s.ready = make(chan struct{})
 	s.conn = jsonrpc2.NewConn(connCtx, stream, h, jsonrpc2.OnRecv(s.onRecv), jsonrpc2.OnSend(s.onSend))
+	close(s.ready)
 
 	fwdDone := make(chan struct{})
 	go func() {
@@ -240,6 +243,9 @@ func (s *Server) waitWritten(ctx context.Context, sessionID string, seq int64) {
 }
 
 func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
+	// The connection starts reading inside NewConn, before Serve has
+	// stored it; handlers that call back through it wait for that.
+	<-s.ready
 	switch c.Method {
 	case protocol.MethodInitialize:
 		return s.initialize(ctx, c.Params)
