@@ -127,6 +127,10 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	return code
 }
 
+// shutdownLinger is the least time between a shutdown and the exit, so
+// shutdowns racing it are read and answered too.
+const shutdownLinger = 25 * time.Millisecond
+
 // maxBatch bounds how many notifications one write carries.
 const maxBatch = 128
 
@@ -464,8 +468,15 @@ func (s *Server) exitAfterShutdown() {
 	// The original writes the {} response before tearing anything down,
 	// and answers every shutdown that raced the first; a shutdown read
 	// while sessions are disposed is answered before the exit too.
+	start := time.Now()
 	s.waitShutdownAnswers()
 	s.dispose()
+	// A shutdown sent in the same write as this one may not have been read
+	// yet (the original handles a whole chunk before it exits); give the
+	// reader a moment, then answer whatever arrived.
+	if d := shutdownLinger - time.Since(start); d > 0 {
+		time.Sleep(d)
+	}
 	s.waitShutdownAnswers()
 	select {
 	case s.done <- 0:
