@@ -677,3 +677,41 @@ func TestConfigChangesRaceFree(t *testing.T) {
 		t.Fatalf("model %q after the changes", got)
 	}
 }
+
+// TestResumeRequeuesClaimedButUnrecordedPrompt: a crash between a turn's
+// claim and its user/message must not lose the prompt either.
+func TestResumeRequeuesClaimedButUnrecordedPrompt(t *testing.T) {
+	h := newHarness(t, text("answer"))
+	st := store.New(h.root)
+	lg, err := st.Create(store.Header{ID: "claimed", Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 1
+	for i, ev := range []event.Event{
+		event.New(event.TypeInboxSpliced, event.InboxSpliced{Target: "next-turn", Inserted: []event.Message{
+			{ID: "m1", Role: "user", Content: []event.ContentBlock{event.Text("lost in the crash?")}, Source: event.Source{Kind: "user"}}}}),
+		event.New(event.TypeTurnStart, event.TurnStart{Turn: 1}),
+		event.New(event.TypeInboxSpliced, event.InboxSpliced{Target: "next-turn", RemovedCount: &one, Inserted: []event.Message{}}),
+	} {
+		ev.Seq = int64(i)
+		if err := lg.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lg.Close()
+	s, err := h.rt.Resume(context.Background(), "claimed", SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "next")
+	var users []string
+	for _, m := range h.prov.requests()[0].Messages {
+		if m.Role == "user" {
+			users = append(users, m.Content)
+		}
+	}
+	if strings.Join(users, "|") != "lost in the crash?|next" {
+		t.Fatalf("user messages: %q", users)
+	}
+}

@@ -186,26 +186,32 @@ func (s *Session) emit(typ string, data any) (event.Event, error) {
 }
 
 // requeueUnclaimed puts back in the inbox the prompts a crashed process
-// had queued but no turn had claimed. Their receipts were committed (a host
-// holds their message ids), so they must not be lost; they are not run on
-// their own either: the next prompt's turn claims them first, as it would
-// have without the crash.
+// had queued but that never reached the conversation: their receipts were
+// committed (a host holds their message ids), so they must not be lost.
+// A prompt counts as delivered only once its user/message is in the log —
+// a crash between a turn's claim and its user/message would otherwise
+// lose it. They are not run on their own either: the next prompt's turn
+// claims them first, as it would have without the crash.
 func (s *Session) requeueUnclaimed() {
-	var pending []event.Message
+	var inserted []event.Message
+	delivered := map[string]bool{}
 	for _, ev := range s.history {
-		if ev.Type != event.TypeInboxSpliced {
-			continue
+		switch ev.Type {
+		case event.TypeInboxSpliced:
+			if d, err := event.Decode[event.InboxSpliced](ev); err == nil {
+				inserted = append(inserted, d.Inserted...)
+			}
+		case event.TypeUserMessage:
+			if m, err := event.Decode[event.Message](ev); err == nil {
+				delivered[m.ID] = true
+			}
 		}
-		d, err := event.Decode[event.InboxSpliced](ev)
-		if err != nil {
-			continue
-		}
-		if d.RemovedCount != nil {
-			pending = pending[min(*d.RemovedCount, len(pending)):]
-		}
-		pending = append(pending, d.Inserted...)
 	}
-	for _, m := range pending {
+	for _, m := range inserted {
+		if delivered[m.ID] {
+			continue
+		}
+		delivered[m.ID] = true // once, even if receipted twice
 		s.inbox = append(s.inbox, &Ticket{MessageID: m.ID, msg: m, done: make(chan struct{}), ReceiptSeq: -1})
 	}
 }
