@@ -93,15 +93,20 @@ func acquireLease(dir, id string) (*lease, error) {
 	return &lease{f: f, key: key}, nil
 }
 
-// flockRetry tries a non-blocking flock a few times. Leased probes a lease
-// by locking it for an instant, so a real writer racing a probe would
-// otherwise be refused spuriously; a holder keeps its lock far longer than
-// the retries last, so real conflicts are still reported quickly.
+// flockRetry tries a non-blocking flock for up to about a quarter second.
+// A lock can be held for a moment by a process that is not a writer:
+// Leased probes a lease by locking it for an instant, and a child forked by
+// a writer that was just killed holds a copy of the lease descriptor until
+// its exec closes it (the crash test saw this about once in a hundred
+// kills). A real holder keeps its lock far longer, so real conflicts are
+// still reported, a quarter second later at most.
 func flockRetry(f *os.File, how int) error {
 	var err error
-	for attempt := 0; attempt < 4; attempt++ {
+	wait := time.Millisecond
+	for attempt := 0; attempt < 9; attempt++ {
 		if attempt > 0 {
-			time.Sleep(time.Duration(attempt) * time.Millisecond)
+			time.Sleep(wait)
+			wait *= 2
 		}
 		for {
 			err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
@@ -160,12 +165,7 @@ func probeLease(dir string) (bool, error) {
 	if mine {
 		return true, nil
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
+	err = flockRetry(f, syscall.LOCK_SH)
 	switch {
 	case err == nil:
 		return false, nil // closing f drops the probe lock
