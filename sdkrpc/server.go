@@ -67,8 +67,8 @@ type Server struct {
 	// run in (the original handles lines in order).
 	shutdownRead bool
 	late         map[jsonrpc2.ID]bool
-	exitStarted bool
-	done        chan int // exit code, once
+	exitStarted  bool
+	done         chan int // exit code, once
 
 	// written[sessionID] is the seq of the last session.event written, so a
 	// prompt's response never overtakes its receipt.
