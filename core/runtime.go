@@ -185,9 +185,6 @@ func (r *Runtime) Store() *store.Store { return r.cfg.Store }
 // Defaults returns the default model configuration.
 func (r *Runtime) Defaults() event.Config { return r.cfg.Defaults }
 
-// DefaultMode returns the default permission mode.
-func (r *Runtime) DefaultMode() permission.Mode { return r.cfg.PermissionMode }
-
 // MaxDepth returns the delegation depth cap.
 func (r *Runtime) MaxDepth() int { return r.cfg.MaxDepth }
 

@@ -243,9 +243,6 @@ func (s *Session) Cwd() string { return s.header.Cwd }
 // Dir returns the session's directory in the store.
 func (s *Session) Dir() string { return s.lg.Dir() }
 
-// Resumed reports whether the session was opened from the store.
-func (s *Session) Resumed() bool { return s.resumed }
-
 // Events returns a copy of the session's committed history.
 func (s *Session) Events() []event.Event {
 	s.commitMu.Lock()
@@ -450,29 +447,6 @@ func (s *Session) Closed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
-}
-
-// LastTurn returns how the latest finished turn ended, if any.
-func (s *Session) LastTurn() (TurnResult, bool) {
-	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	return lastTurn(s.history)
-}
-
-func lastTurn(history []event.Event) (TurnResult, bool) {
-	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Type != event.TypeTurnEnd {
-			continue
-		}
-		te, err := event.Decode[event.TurnEnd](history[i])
-		if err != nil {
-			return TurnResult{}, false
-		}
-		res := TurnResult{Turn: te.Turn, Reason: te.Reason, Seq: history[i].Seq}
-		res.Text = turnText(history[:i], te.Turn)
-		return res, true
-	}
-	return TurnResult{}, false
 }
 
 // turnText is the last non-empty assistant text of turn in history.
