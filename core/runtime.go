@@ -28,7 +28,6 @@ var (
 	ErrClosed   = errors.New("runtime is closed")
 	ErrLive     = errors.New("session is already live in this process")
 	ErrNotFound = store.ErrNotFound
-	ErrBusy     = errors.New("a turn is already running in this session")
 	ErrDepth    = errors.New("delegation depth limit reached")
 	ErrBadInput = errors.New("invalid input")
 )

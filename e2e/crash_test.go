@@ -95,23 +95,6 @@ func pxPrefix(t testing.TB, got []event.Event, log []event.Event) {
 	}
 }
 
-// pxEvents decodes the session.event notifications of sessionID.
-func pxEvents(t testing.TB, ns []client.Notification, sessionID string) []event.Event {
-	t.Helper()
-	var out []event.Event
-	for _, n := range ns {
-		if n.Method != protocol.NotifySessionEvent || n.SessionID() != sessionID {
-			continue
-		}
-		p, err := n.Event()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p.Event)
-	}
-	return out
-}
-
 // pxTurnEnds returns the reason kinds of the turn/end events, in order.
 func pxTurnEnds(t testing.TB, evs []event.Event) []string {
 	t.Helper()

@@ -186,10 +186,6 @@ func sdkReadLog(t *testing.T, root, id string) *sdkLog {
 	return nil
 }
 
-func (l *sdkLog) has(typ string) bool {
-	return slices.ContainsFunc(l.Events, func(e event.Event) bool { return e.Type == typ })
-}
-
 // lastTurnEnd is the reason kind of the log's last turn/end, "" if none.
 func (l *sdkLog) lastTurnEnd(t *testing.T) string {
 	t.Helper()

@@ -28,10 +28,13 @@ type remote interface {
 	// finish tidies sid after a run of a child that goes back to the pool;
 	// false means the child is not fit for reuse.
 	finish(ctx context.Context, sid string) bool
-	// setCall sets the ctx of the current call (nil: none) and the
-	// parent's subagent call it serves: the child's permission requests
-	// are answered within ctx, as requests about that call.
+	// setCall sets the ctx of the current call and the parent's subagent
+	// call it serves: the child's permission requests are answered within
+	// ctx, as requests about that call.
 	setCall(ctx context.Context, call parentCall)
+	// clearCall records that no call is running: the child's requests are
+	// refused at once until the next setCall.
+	clearCall()
 	// healthy reports whether the connection and process are alive.
 	healthy() bool
 	// close ends the process (the close ladder; a done ctx kills) and
@@ -354,6 +357,12 @@ type callCtx struct {
 func (c *callCtx) setCall(ctx context.Context, call parentCall) {
 	c.mu.Lock()
 	c.ctx, c.call = ctx, call
+	c.mu.Unlock()
+}
+
+func (c *callCtx) clearCall() {
+	c.mu.Lock()
+	c.ctx, c.call = nil, parentCall{}
 	c.mu.Unlock()
 }
 

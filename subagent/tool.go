@@ -332,7 +332,7 @@ func (c *call) remote(ctx context.Context) outcome {
 		if sid, err = ch.open(ctx); err == nil {
 			break
 		}
-		ch.setCall(nil, parentCall{})
+		ch.clearCall()
 		r.release(ch, false, 0)
 		// A pooled child may have died while idle: one fresh try.
 		if !reused || ctx.Err() != nil {
@@ -352,7 +352,7 @@ func (c *call) remote(ctx context.Context) outcome {
 		cancel()
 	}
 	// Before release: once released, the child may serve another call.
-	ch.setCall(nil, parentCall{})
+	ch.clearCall()
 	r.release(ch, reusable, c.p.idle)
 	c.end(sid, o, false)
 	return o

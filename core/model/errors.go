@@ -201,30 +201,30 @@ var (
 // transportError classifies a failure to send or read: the caller's cancel
 // (ABORTED), one of our watchdogs (TIMEOUT), or the network (TRANSPORT).
 // The URL in *url.Error never contains the key (it travels in a header).
-func (c *httpProvider) transportError(ctx, reqCtx context.Context, err error, gotData bool) *Error {
+func (p *httpProvider) transportError(ctx, reqCtx context.Context, err error, gotData bool) *Error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return aborted(ctxErr)
 	}
 	switch context.Cause(reqCtx) {
 	case errFirstData:
 		return &Error{Class: ClassTimeout, Err: err,
-			Message: fmt.Sprintf("%s: no data from the model within %s (first-data deadline)", c.name, c.firstData)}
+			Message: fmt.Sprintf("%s: no data from the model within %s (first-data deadline)", p.name, p.firstData)}
 	case errStall:
 		return &Error{Class: ClassTimeout, Err: err,
-			Message: fmt.Sprintf("%s: the stream stalled: no data for %s", c.name, c.stall)}
+			Message: fmt.Sprintf("%s: the stream stalled: no data for %s", p.name, p.stall)}
 	}
 	if errors.Is(err, errLineTooLong) {
-		return &Error{Class: ClassMalformed, Err: err, Message: fmt.Sprintf("%s: %v", c.name, err)}
+		return &Error{Class: ClassMalformed, Err: err, Message: fmt.Sprintf("%s: %v", p.name, err)}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &Error{Class: ClassTimeout, Err: err, Message: fmt.Sprintf("%s: %v", c.name, err)}
+		return &Error{Class: ClassTimeout, Err: err, Message: fmt.Sprintf("%s: %v", p.name, err)}
 	}
 	what := "request failed"
 	if gotData {
 		what = "stream broken"
 	}
-	return &Error{Class: ClassTransport, Err: err, Message: fmt.Sprintf("%s: %s: %v", c.name, what, err)}
+	return &Error{Class: ClassTransport, Err: err, Message: fmt.Sprintf("%s: %s: %v", p.name, what, err)}
 }
 
 // aborted is the error every provider returns when the caller cancels.

@@ -40,11 +40,6 @@ const (
 // --max-tokens.
 const DeepSeekDefaultMaxTokens = 32768
 
-// Names lists the registered providers, sorted.
-func Names() []string {
-	return []string{ProviderDeepSeek, ProviderOpenAI, ProviderScripted}
-}
-
 // New builds the named provider. It reads no environment: the caller (cmd)
 // fills Options from flags and environment, so tests never depend on the
 // process environment. Errors are meant for a human at a terminal.

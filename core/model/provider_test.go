@@ -2,7 +2,6 @@ package model
 
 import (
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -64,12 +63,8 @@ func TestNewScriptedNeedsFile(t *testing.T) {
 	}
 }
 
-func TestNames(t *testing.T) {
-	names := Names()
-	if !slices.IsSorted(names) || len(names) != 3 {
-		t.Fatalf("names %v", names)
-	}
-	for _, n := range names {
+func TestEveryProviderBuilds(t *testing.T) {
+	for _, n := range []string{ProviderDeepSeek, ProviderOpenAI, ProviderScripted} {
 		if _, err := New(n, Options{APIKey: "k", BaseURL: "http://127.0.0.1:1", ScriptPath: "../../examples/hello.json"}); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

@@ -75,6 +75,23 @@ func (r *raw) send(lines ...string) {
 	}
 }
 
+// sendAsync writes lines from another goroutine (net.Pipe blocks a write
+// until it is read) and reports the outcome on the channel, so the test
+// goroutine is the one that fails.
+func (r *raw) sendAsync(lines ...string) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		for _, l := range lines {
+			if _, err := io.WriteString(r.c, l+"\n"); err != nil {
+				errc <- fmt.Errorf("write %q: %w", l, err)
+				return
+			}
+		}
+		errc <- nil
+	}()
+	return errc
+}
+
 func (r *raw) recv() map[string]any {
 	r.t.Helper()
 	r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -247,8 +264,11 @@ func TestTransport_UTF8SplitAcrossWrites(t *testing.T) {
 func TestTransport_OversizedFrameGetsClearErrorAndServingContinues(t *testing.T) {
 	r := rawServer(t, func(_ context.Context, c *Call) (any, error) { return "ok", nil }, ndjson.Options{MaxLineBytes: 100})
 	big := `{"jsonrpc":"2.0","id":7,"method":"x","params":{"s":"` + strings.Repeat("x", 500) + `"}}`
-	go r.send(big)
+	sent := r.sendAsync(big)
 	m := r.recv()
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
 	e, _ := m["error"].(map[string]any)
 	if m["id"] != nil || e["code"] != float64(-32600) || e["message"] != fmt.Sprintf("frame of %d bytes exceeds the 100-byte limit", len(big)) {
 		t.Fatalf("got %v", m)
@@ -321,15 +341,18 @@ func TestTransport_NotificationsHandledInOrder(t *testing.T) {
 		}
 		return nil, nil
 	}, ndjson.Options{})
-	go func() {
-		for i := range n {
-			r.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"i":%d}}`, i))
-		}
-	}()
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"i":%d}}`, i)
+	}
+	sent := r.sendAsync(lines...)
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("notifications not all handled")
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
 	}
 	for i, v := range got {
 		if v != i {

@@ -9,12 +9,10 @@ import (
 // server answers each as -32603 with exactly this message; the original's
 // tests assert the text, so it must not change.
 var (
-	ErrInvalidMaxTokens          = errors.New("initialize maxTokens must be a positive safe integer")
-	ErrInvalidReasoningEffort    = errors.New("initialize reasoningEffort must be a non-empty string")
-	ErrShuttingDown              = errors.New("SDK server is shutting down")
-	ErrNotInitialized            = errors.New("SDK server is not initialized")
-	ErrImageNeedsAttachmentStore = errors.New("SDK image prompt requires an attachment store")
-	ErrImageNeedsModelRegistry   = errors.New("SDK image prompt requires the model registry")
+	ErrInvalidMaxTokens       = errors.New("initialize maxTokens must be a positive safe integer")
+	ErrInvalidReasoningEffort = errors.New("initialize reasoningEffort must be a non-empty string")
+	ErrShuttingDown           = errors.New("SDK server is shutting down")
+	ErrNotInitialized         = errors.New("SDK server is not initialized")
 )
 
 // NoAdapterError is `no adapter registered for provider "<p>"`. The provider

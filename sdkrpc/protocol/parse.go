@@ -121,7 +121,8 @@ func ParseSessionIDParams(method string, raw json.RawMessage) (string, error) {
 	return id, nil
 }
 
-// Image MIME types a prompt may carry (the original's list).
+// ImageMimeTypes are the image MIME types a prompt may carry (the
+// original's list).
 var ImageMimeTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
 
 // EncodedImage is an image sent inline in a prompt, to be stored as an

@@ -109,8 +109,6 @@ func TestErrorMessages(t *testing.T) {
 		ImageUnsupportedError("m").Error():      `Model "m" does not support image input; initialize the SDK with a model that accepts images.`,
 		ErrShuttingDown.Error():                 `SDK server is shutting down`,
 		ErrNotInitialized.Error():               `SDK server is not initialized`,
-		ErrImageNeedsAttachmentStore.Error():    `SDK image prompt requires an attachment store`,
-		ErrImageNeedsModelRegistry.Error():      `SDK image prompt requires the model registry`,
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)

@@ -97,16 +97,13 @@ func ParseRunFlags(fs *flag.FlagSet, args []string) (RunFlags, []string, error) 
 	return rf, pos, nil
 }
 
-// JSONRequested reports whether args ask for --json, scanning them as the
+// JSONRequestedIn reports whether args ask for --json, scanning them as the
 // parser would: `--` ends options and an option's value is not an option.
-// Without the FlagSet it knows the run flags and the shared settings flags
-// (all value-taking); an unknown option is skipped without taking a value,
-// because its usage error should still honour a --json given after it.
-func JSONRequested(args []string) bool { return JSONRequestedIn(nil, args) }
-
-// JSONRequestedIn is JSONRequested using fs (when non-nil) to know which
-// options take a value, e.g. a shared bool flag the built-in table does not
-// know.
+// It uses fs (when non-nil) to know which options take a value, e.g. a
+// shared bool flag; without it, it knows the run flags and the shared
+// settings flags (all value-taking). An unknown option is skipped without
+// taking a value, because its usage error should still honour a --json
+// given after it.
 func JSONRequestedIn(fs *flag.FlagSet, args []string) bool {
 	kind := defaultKind
 	if fs != nil {

@@ -125,8 +125,8 @@ func TestJSONRequested(t *testing.T) {
 		{[]string{"--session-id"}, false},
 		{[]string{"---json"}, false},
 	} {
-		if got := JSONRequested(tc.args); got != tc.want {
-			t.Errorf("JSONRequested(%q) = %v, want %v", tc.args, got, tc.want)
+		if got := JSONRequestedIn(nil, tc.args); got != tc.want {
+			t.Errorf("JSONRequestedIn(nil, %q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}
 	// With the FlagSet, a shared bool flag takes no value.
