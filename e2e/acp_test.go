@@ -96,43 +96,34 @@ var (
 	acpxErr  error
 )
 
-// needAcpx returns the path of acpx's CLI script, installing the pinned
-// acpx with `npm ci` the first time (node_modules is not committed). The
-// test is skipped only when node or npm is missing; a failed install
-// fails it.
+// needAcpx returns the path of acpx's CLI script. `go test` installs
+// nothing (no network): scripts/test-deps.sh installs the pinned acpx, and
+// without it, or with another version installed, the test is skipped with
+// a message saying so — except under CI=true (.ci/run), where the script
+// has run and a missing acpx is a failure, not a silent skip.
 func needAcpx(t *testing.T) string {
 	t.Helper()
-	for _, bin := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipping: the acpx e2e tests need %s on PATH (acpx, the independent ACP client, is an npm package): %v", bin, err)
-		}
-	}
 	acpxOnce.Do(func() {
 		dir, err := filepath.Abs(filepath.Join("testdata", "acpx"))
 		if err != nil {
 			acpxErr = err
 			return
 		}
-		cli := filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
-		if acpxInstalled(dir) != acpxPinned(dir) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				acpxErr = fmt.Errorf("installing acpx: npm ci in %s: %w\n%s", dir, err, out)
-				return
-			}
-			if got, want := acpxInstalled(dir), acpxPinned(dir); got != want || want == "" {
-				acpxErr = fmt.Errorf("npm ci in %s installed acpx %q, want the pinned %q", dir, got, want)
-				return
-			}
+		if _, err := exec.LookPath("node"); err != nil {
+			acpxErr = fmt.Errorf("the acpx e2e tests need node on PATH (acpx, the independent ACP client, is an npm package): %w", err)
+			return
 		}
-		acpxCLI = cli
+		if got, want := acpxInstalled(dir), acpxPinned(dir); got != want || want == "" {
+			acpxErr = fmt.Errorf("acpx %q is not installed in %s (found %q): run ./scripts/test-deps.sh", want, dir, got)
+			return
+		}
+		acpxCLI = filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
 	})
 	if acpxErr != nil {
-		t.Fatal(acpxErr)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(acpxErr)
+		}
+		t.Skipf("skipping: %v", acpxErr)
 	}
 	return acpxCLI
 }
