@@ -29,12 +29,10 @@ var (
 )
 
 const (
-	maxRetries      = 5
-	maxParallel     = 10
-	loopWindow      = 10 // steps
-	loopRepeats     = 5  // identical call+result within the window
-	maxResultBytes  = 100 << 10
-	resultHeadBytes = 60 << 10
+	maxRetries  = 5
+	maxParallel = 10
+	loopWindow  = 10 // steps
+	loopRepeats = 5  // identical call+result within the window
 )
 
 // runTurns drains the inbox, one turn at a time, then goes idle.
@@ -374,7 +372,7 @@ func (s *Session) toolEnv(turn int, callID string, caps model.Caps) *tool.Env {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &tool.Env{SessionID: s.id, CallID: callID, Turn: turn, Cwd: s.header.Cwd, Files: s.files, Exec: s.exec,
-		Reads: s.reads, Record: s.Record, ModelImages: caps.Images, SaveAttachment: s.SaveAttachment}
+		Reads: s.reads, Record: s.Record, ModelImages: caps.Images, SaveAttachment: s.SaveAttachment, Spill: s.spill}
 }
 
 // prepare validates a call and asks the gate. It returns with out set when
@@ -407,8 +405,14 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		p.out = &outcome{res: tool.ErrorResult("invalid arguments: " + err.Error()), code: event.ToolInvalidArguments}
 		return p
 	}
-	d := s.Decide(ctx, permission.Request{CallID: c.ID, Tool: c.Name, Kind: string(p.t.Kind()), Paths: acc.Paths,
-		Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args})
+	var d permission.Decision
+	if acc.SessionOwned && !acc.Write {
+		// Reading the session's own spill files needs nobody's leave.
+		d = permission.Decision{Allow: true, By: "session"}
+	} else {
+		d = s.Decide(ctx, permission.Request{CallID: c.ID, Tool: c.Name, Kind: string(p.t.Kind()), Paths: acc.Paths,
+			Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args})
+	}
 	verdict := "allow"
 	switch {
 	case d.Cancelled:
@@ -441,7 +445,10 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 			o = outcome{res: tool.ErrorResult(fmt.Sprintf("the %s tool failed internally: %v", p.call.Name, v)), code: event.ToolFailed}
 		}
 	}()
-	res := p.t.Run(ctx, p.args, s.toolEnv(turn, p.call.ID, caps))
+	env := s.toolEnv(turn, p.call.ID, caps)
+	// One output budget for every tool: a result that overflows it is
+	// spilled whole and cut on lines, once, here.
+	res := tool.FitResult(env, p.t.Run(ctx, p.args, env))
 	o = outcome{res: res}
 	if ctx.Err() != nil {
 		o.code = event.ToolAborted
@@ -453,9 +460,10 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 	return o
 }
 
-// commitResult records a call's result, bounding its text once, here.
+// commitResult records a call's result (execute has already fitted it to
+// the output budget).
 func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) error {
-	content := boundContent(o.res.Content)
+	content := o.res.Content
 	if content == nil {
 		content = []event.ContentBlock{}
 	}
@@ -473,40 +481,6 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) erro
 	}
 	_, err := s.emit(event.TypeToolResult, tr)
 	return err
-}
-
-// boundContent keeps tool output within maxResultBytes of text, head and
-// tail, saying what was cut. Tools bound their own output; this is the
-// backstop that makes the bound hold for every tool.
-func boundContent(in []event.ContentBlock) []event.ContentBlock {
-	total := 0
-	for _, b := range in {
-		total += len(b.Text)
-	}
-	if total <= maxResultBytes {
-		return in
-	}
-	out := make([]event.ContentBlock, 0, len(in))
-	for _, b := range in {
-		if b.Type == event.BlockText && len(b.Text) > maxResultBytes/len(in) {
-			b.Text = cutMiddle(b.Text, maxResultBytes/len(in))
-		}
-		out = append(out, b)
-	}
-	return out
-}
-
-// cutMiddle keeps the head and tail of s within max bytes, on rune
-// boundaries, and says how much was cut.
-func cutMiddle(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	head := max * resultHeadBytes / maxResultBytes
-	tail := max - head
-	h := strings.ToValidUTF8(s[:head], "")
-	t := strings.ToValidUTF8(s[len(s)-tail:], "")
-	return fmt.Sprintf("%s\n[... %d bytes cut ...]\n%s", h, len(s)-len(h)-len(t), t)
 }
 
 func signature(c model.ToolCall, o outcome) string {

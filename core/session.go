@@ -34,6 +34,7 @@ type Session struct {
 	lg      *store.Log
 	resumed bool
 	reads   *tool.ReadTracker
+	spill   *tool.Spill // outputs too large for one result, under the session's directory
 
 	// commitMu serialises commits so seq, log order and publish order agree.
 	commitMu sync.Mutex
@@ -89,7 +90,7 @@ type TurnResult struct {
 func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOptions, cfg event.Config, resumed bool) (*Session, error) {
 	s := &Session{
 		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed,
-		reads: tool.NewReadTracker(), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
+		reads: tool.NewReadTracker(), spill: tool.NewSpill(lg.Dir()), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
 	}
 	close(s.idle)

@@ -7,6 +7,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
@@ -46,6 +47,9 @@ type Access struct {
 	Write   bool     // the call changes Paths
 	Command string   // bash: the command line
 	Title   string   // short human title, e.g. "Edit main.go"
+	// SessionOwned means the call touches only the session's own files
+	// (its spill files): no permission is needed, in any mode.
+	SessionOwned bool
 }
 
 // Result is the outcome of one call.
@@ -83,6 +87,9 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// OutputLimit bounds the kept output (head and tail).
 	OutputLimit int
+	// Spill, when set, also receives the whole output as it is produced
+	// (an executor that cannot tee, such as a client terminal, ignores it).
+	Spill io.Writer
 }
 
 // ExecResult is the outcome of a shell command.
@@ -118,4 +125,7 @@ type Env struct {
 	// means the session cannot keep attachments: read then answers with
 	// text saying the image cannot be shown.
 	SaveAttachment func(mediaType string, data []byte) (*event.Attachment, error)
+	// Spill keeps outputs too large for one result (see OutputBudget). Nil
+	// means the session keeps none: a cut result then says so.
+	Spill *Spill
 }

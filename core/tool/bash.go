@@ -16,12 +16,12 @@ import (
 const (
 	bashDefaultTimeout = 2 * time.Minute
 	bashMaxTimeout     = 10 * time.Minute
-	bashOutputLimit    = 30_000 // bytes kept, head and tail
+	bashOutputLimit    = OutputBudget - 1024 // bytes shown, head and tail; the rest is spilled
 )
 
 const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
 
-const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 30 KB keeps its beginning and end with the cut marked. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
+const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
 type bashTool struct{}
 
@@ -119,7 +119,16 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		Timeout:     pl.timeout,
 		OutputLimit: bashOutputLimit,
 	}
+	var spill *SpillWriter
+	if env.Spill != nil {
+		spill = env.Spill.Writer(env.CallID)
+		req.Spill = spill
+	}
 	res, err := ex.Exec(ctx, req)
+	saved := Spilled{}
+	if spill != nil {
+		saved = spill.Close()
+	}
 	code := res.ExitCode
 	meta := &event.ToolMeta{Kind: "execute", Paths: []string{pl.workdir}, ExitCode: &code, Truncated: res.Truncated, Terminal: res.TerminalID}
 
@@ -142,6 +151,11 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	case res.TimedOut:
 		fmt.Fprintf(&b, "[command timed out after %s; it and everything it started were killed]\n", pl.timeout)
 		isErr = true
+	}
+	if res.Truncated {
+		if note := saved.Note(); note != "" {
+			b.WriteString(note + "\n")
+		}
 	}
 	fmt.Fprintf(&b, "[exit code: %d]", code)
 	return Result{Content: []event.ContentBlock{event.Text(b.String())}, IsError: isErr, Meta: meta}

@@ -101,7 +101,7 @@ func TestBashHugeOutputIsBounded(t *testing.T) {
 	if len(out) > bashOutputLimit+200 {
 		t.Fatalf("output is %d bytes", len(out))
 	}
-	contains(t, out, "FIRST\n", "LAST\n[exit code: 0]", " bytes cut ...]")
+	contains(t, out, "FIRST\n", "LAST\n[exit code: 0]", " bytes cut: line 2 of 3 ...]")
 	if !r.Meta.Truncated {
 		t.Fatal("meta not truncated")
 	}

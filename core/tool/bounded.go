@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,6 +18,8 @@ type headTail struct {
 	start int    // ring start when full
 	full  bool
 	total int64
+	lines int64 // newlines seen
+	last  byte  // the last byte seen
 	hmax  int
 	tmax  int
 }
@@ -34,6 +37,10 @@ func (w *headTail) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	n := len(p)
 	w.total += int64(n)
+	if n > 0 {
+		w.lines += int64(bytes.Count(p, []byte{'\n'}))
+		w.last = p[n-1]
+	}
 	if room := w.hmax - len(w.head); room > 0 {
 		k := min(room, len(p))
 		w.head = append(w.head, p[:k]...)
@@ -93,14 +100,36 @@ func (w *headTail) String() string {
 	}
 	head := trimRuneEnd(w.head)
 	tail = trimRuneStart(tail)
+	// Cut on line boundaries when the kept ends hold any, so the marker
+	// can say which lines of the whole output are missing.
+	hi := bytes.LastIndexByte(head, '\n')
+	ti := bytes.IndexByte(tail, '\n')
+	lineInfo := ""
+	if hi >= 0 && ti >= 0 && ti < len(tail)-1 {
+		head, tail = head[:hi+1], tail[ti+1:]
+		totalLines := w.lines
+		if w.last != '\n' {
+			totalLines++
+		}
+		tailLines := int64(bytes.Count(tail, []byte{'\n'}))
+		if tail[len(tail)-1] != '\n' {
+			tailLines++
+		}
+		first := int64(bytes.Count(head, []byte{'\n'})) + 1
+		if lastCut := totalLines - tailLines; lastCut > first {
+			lineInfo = fmt.Sprintf(": lines %d-%d of %d", first, lastCut, totalLines)
+		} else {
+			lineInfo = fmt.Sprintf(": line %d of %d", first, totalLines)
+		}
+	}
 	cut := w.total - int64(len(head)) - int64(len(tail))
 	var b strings.Builder
-	b.Grow(len(head) + len(tail) + 40)
+	b.Grow(len(head) + len(tail) + 60)
 	b.Write(head)
 	if len(head) > 0 && head[len(head)-1] != '\n' {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "[... %d bytes cut ...]\n", cut)
+	fmt.Fprintf(&b, "[... %d bytes cut%s ...]\n", cut, lineInfo)
 	b.Write(tail)
 	return b.String()
 }

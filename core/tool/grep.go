@@ -95,7 +95,7 @@ func (t grepTool) Inspect(args json.RawMessage, env *Env) (Access, error) {
 		return Access{}, err
 	}
 	ws, _ := workspaceOf(env)
-	return Access{Paths: []string{q.root}, Title: fmt.Sprintf("Grep %q in %s", q.pattern, display(ws, q.root))}, nil
+	return Access{Paths: []string{q.root}, Title: fmt.Sprintf("Grep %q in %s", q.pattern, display(ws, q.root)), SessionOwned: env.Spill.Owns(q.root)}, nil
 }
 
 func (t grepTool) Run(ctx context.Context, args json.RawMessage, env *Env) Result {
@@ -135,7 +135,8 @@ func (t grepTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		return withMeta(TextResult(fmt.Sprintf("No matches for /%s/ in %s.", q.pattern, where)), meta)
 	}
 	text, truncated := col.render()
-	meta.Truncated = truncated
+	text, cut := FitText(env, text)
+	meta.Truncated = truncated || cut
 	return withMeta(TextResult(text), meta)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -58,8 +59,12 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	cmd.Dir = req.Workdir
 	cmd.Env = env
 	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = out
-	cmd.Stderr = out
+	var sink io.Writer = out
+	if req.Spill != nil {
+		sink = io.MultiWriter(out, req.Spill)
+	}
+	cmd.Stdout = sink
+	cmd.Stderr = sink
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
 		// The whole group, not just bash: grandchildren must go too.

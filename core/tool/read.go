@@ -23,10 +23,10 @@ import (
 
 // Limits of read.
 const (
-	readDefaultLimit = 2000      // lines per call by default
-	readMaxLineChars = 2000      // longer lines are cut
-	readMaxBytes     = 256 << 10 // output budget per call; past it read stops and says where
-	readMaxFileSize  = 32 << 20  // larger files are refused (read them in parts with bash)
+	readDefaultLimit = 2000                // lines per call by default
+	readMaxLineChars = 2000                // longer lines are cut
+	readMaxBytes     = OutputBudget - 1024 // lines shown per call; past it read stops on a line boundary and says where
+	readMaxFileSize  = 32 << 20            // larger files are refused before reading (grep, or bash sed -n, print parts)
 	readMaxImage     = 20 << 20
 	binarySniffBytes = 8000 // like git: a NUL in the first 8000 bytes means binary
 )
@@ -76,7 +76,7 @@ func (t readTool) Inspect(args json.RawMessage, env *Env) (Access, error) {
 		return Access{}, err
 	}
 	ws, _ := workspaceOf(env)
-	return Access{Paths: []string{p}, Title: "Read " + display(ws, p)}, nil
+	return Access{Paths: []string{p}, Title: "Read " + display(ws, p), SessionOwned: env.Spill.Owns(p)}, nil
 }
 
 func (t readTool) Run(ctx context.Context, args json.RawMessage, env *Env) Result {
@@ -97,7 +97,11 @@ func (t readTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		}
 		modTime = fi.ModTime()
 	}
-	data, err := filesOf(env).ReadFile(ctx, p)
+	files := filesOf(env)
+	if env.Spill.Owns(p) {
+		files = LocalFS() // the session's own file, never an editor buffer
+	}
+	data, err := files.ReadFile(ctx, p)
 	if err != nil {
 		return withMeta(ErrorResult(fileError("read", shown, err)), meta)
 	}
@@ -136,16 +140,19 @@ func numberLines(shown string, data []byte, offset, limit int) Result {
 	last := offset - 1
 	stoppedForSize := false
 	for i := offset - 1; i < total && i < offset-1+limit; i++ {
-		if b.Len() >= readMaxBytes {
+		line := strings.TrimSuffix(lines[i], "\n")
+		line, wasCut := cutLine(line, readMaxLineChars)
+		numbered := fmt.Sprintf("%6d\t%s\n", i+1, line)
+		if b.Len()+len(numbered) > readMaxBytes {
+			// Whole lines only: the footer below names exactly the
+			// lines shown.
 			stoppedForSize = true
 			break
 		}
-		line := strings.TrimSuffix(lines[i], "\n")
-		line, wasCut := cutLine(line, readMaxLineChars)
 		if wasCut {
 			cut++
 		}
-		fmt.Fprintf(&b, "%6d\t%s\n", i+1, line)
+		b.WriteString(numbered)
 		last = i + 1
 	}
 	var notes []string
@@ -155,7 +162,7 @@ func numberLines(shown string, data []byte, offset, limit int) Result {
 	if last < total {
 		why := ""
 		if stoppedForSize {
-			why = fmt.Sprintf(" (output reached %d KB)", readMaxBytes>>10)
+			why = fmt.Sprintf(" (the output budget of %d KB is full)", OutputBudget>>10)
 		}
 		notes = append(notes, fmt.Sprintf("showing lines %d-%d of %d%s; use offset=%d to read on", offset, last, total, why, last+1))
 	}

@@ -1,0 +1,103 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/store"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// floodTool stands for a tool that does not bound its own output (an MCP
+// tool, a subagent): 20,000 numbered rows.
+type floodTool struct{}
+
+func (floodTool) Name() string            { return "flood" }
+func (floodTool) Description() string     { return "prints a lot" }
+func (floodTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (floodTool) Kind() tool.Kind         { return tool.KindRead }
+func (floodTool) ParallelSafe() bool      { return true }
+func (floodTool) Inspect(json.RawMessage, *tool.Env) (tool.Access, error) {
+	return tool.Access{Title: "flood"}, nil
+}
+func (floodTool) Run(context.Context, json.RawMessage, *tool.Env) tool.Result {
+	var b strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&b, "row %d\n", i)
+	}
+	return tool.TextResult(b.String())
+}
+
+// TestOversizedResultSpillsAndReadsInReadOnly: a result over the budget is
+// cut once, on lines, and saved whole under the session's directory; a
+// read-only session with nobody to ask pages its own spill file, and is
+// refused another session's.
+func TestOversizedResultSpillsAndReadsInReadOnly(t *testing.T) {
+	var spillPath string
+	var first int
+	otherSpill := filepath.Join(t.TempDir(), "spill", "c-1.txt")
+	if err := os.MkdirAll(filepath.Dir(otherSpill), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(otherSpill, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readSpill := func(_ context.Context, req *model.Request) (*model.Response, error) {
+		last := req.Messages[len(req.Messages)-1].Content
+		m := regexp.MustCompile(`lines (\d+)-\d+ \(\d+ bytes\) of 20000 not shown; the whole output is saved in (\S+):`).FindStringSubmatch(last)
+		if m == nil {
+			return nil, fmt.Errorf("no spill note in %q", last[len(last)-300:])
+		}
+		fmt.Sscan(m[1], &first)
+		spillPath = m[2]
+		return &model.Response{FinishReason: "tool_calls", ToolCalls: []model.ToolCall{
+			{ID: "r1", Name: "read", Arguments: fmt.Sprintf(`{"file_path":%q,"offset":%d,"limit":2}`, spillPath, first)},
+			{ID: "r2", Name: "read", Arguments: fmt.Sprintf(`{"file_path":%q}`, otherSpill)},
+		}}, nil
+	}
+	h := newHarness(t, calls(model.ToolCall{ID: "f", Name: "flood", Arguments: `{}`}), readSpill, text("done"))
+	rt, err := New(Config{Store: store.New(h.root), NewProvider: func(string) (model.Provider, error) { return h.prov, nil },
+		Defaults: event.Config{Provider: "test", Model: "m"}, PermissionMode: permission.ModeReadOnly,
+		Tools: append(tool.Builtins(), floodTool{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	s, err := rt.Create(context.Background(), SessionOptions{Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, s, "flood then page"); res.Reason.Kind != event.ReasonCompleted {
+		t.Fatalf("turn %+v", res.Reason)
+	}
+	if filepath.Dir(filepath.Dir(spillPath)) != s.Dir() {
+		t.Fatalf("spill file %s is not under the session's directory %s", spillPath, s.Dir())
+	}
+	results := map[string]event.ToolResult{}
+	for _, e := range s.Events() {
+		if e.Type == event.TypeToolResult {
+			tr, _ := event.Decode[event.ToolResult](e)
+			results[tr.Message.Source.CallID] = tr
+		}
+	}
+	flood := event.ResultText(results["f"].Message.Content[0])
+	if len(flood) > tool.OutputBudget {
+		t.Fatalf("recorded flood result is %d bytes", len(flood))
+	}
+	page := results["r1"]
+	if page.Error != nil || !strings.Contains(event.ResultText(page.Message.Content[0]), fmt.Sprintf("\trow %d\n", first)) {
+		t.Fatalf("reading the own spill file: %+v", page)
+	}
+	if other := results["r2"]; other.Error == nil || other.Error.Code != event.ToolPermissionDenied {
+		t.Fatalf("another session's spill file was not refused: %+v", other)
+	}
+}
