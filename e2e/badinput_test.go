@@ -471,7 +471,7 @@ func badRows() []badRow {
 			f.runFails(t, 2, `DSH_STEP_CAP="many"`, "run", "task", "\x00env:DSH_STEP_CAP=many")
 		}},
 		{"run", "unknown provider", func(t *testing.T, f *badFixture) {
-			f.runFails(t, 1, `no adapter registered for provider "nope"`, "run", "--provider", "nope", "task")
+			f.runFails(t, 2, `unknown provider "nope" from flag --provider (want deepseek-official, openai-compatible, scripted)`, "run", "--provider", "nope", "task")
 		}},
 		{"run", "malformed script", func(t *testing.T, f *badFixture) {
 			path := filepath.Join(f.fixtures, "broken-script.json")

@@ -8,7 +8,8 @@ import (
 )
 
 func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s, _, code := parseCommon("acp", "dsh acp [flags]   (alias: dsh --profile acp)", args, stderr, stdout, "ask", nil)
+	s, _, code := parseCommon("acp", "dsh acp [flags]   (alias: dsh --profile acp)",
+		"Serve the Agent Client Protocol on stdin/stdout, for Zed and other editors.", args, stderr, stdout, "ask", nil)
 	if code >= 0 {
 		return code
 	}

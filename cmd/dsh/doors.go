@@ -41,7 +41,8 @@ func signalContext() (ctx context.Context, code func() int, stop func()) {
 }
 
 func sdkCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	s, _, code := parseCommon("sdk", "dsh sdk [flags]   (alias: dsh --profile sdk)", args, stderr, stdout, "auto", nil)
+	s, _, code := parseCommon("sdk", "dsh sdk [flags]   (alias: dsh --profile sdk)",
+		"Serve the SDK JSON-RPC protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout for a host program.", args, stderr, stdout, "auto", nil)
 	if code >= 0 {
 		return code
 	}

@@ -5,11 +5,15 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/dsh-dev/dsh/cmd/internal/argv"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -20,14 +24,30 @@ const usage = `dsh — a coding-agent runtime (ACP agent, SDK JSON-RPC runtime, 
 Usage:
   dsh acp [flags]                                ACP agent on stdin/stdout (Zed and other editors)
   dsh sdk [flags]                                SDK JSON-RPC runtime on stdin/stdout (program hosts)
-  dsh run [flags] [--json] [--session-id ID] [TASK...|-]   one task, then exit
-  dsh sessions list [--cwd DIR] [--json] | show ID | rm ID
-  dsh version
+  dsh run [flags] [--json] [-c | --session-id ID] [TASK...|-]   one task, then exit
+  dsh sessions list|show|rm ...                  look after stored sessions
+  dsh config [--json]                            the resolved settings and where each came from
+  dsh completion bash|zsh|fish                   a shell completion script
+  dsh version                                    version, module and VCS revision
   dsh --profile acp|sdk|headless ...             aliases for acp, sdk and run
 
-Run 'dsh <command> --help' for the flags of a command.
+Flags go before or after the command word. Run 'dsh <command> --help' for the flags of a command.
 
 `
+
+// commandNames are the command words, for completion and messages.
+var commandNames = []string{"acp", "completion", "config", "run", "sdk", "sessions", "version"}
+
+// commands maps each command word to its implementation.
+var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
+	"run":        runCommand,
+	"sdk":        sdkCommand,
+	"acp":        acpCommand,
+	"sessions":   func(a []string, _ io.Reader, o, e io.Writer) int { return sessionsCommand(a, o, e) },
+	"config":     func(a []string, _ io.Reader, o, e io.Writer) int { return configCommand(a, o, e) },
+	"completion": func(a []string, _ io.Reader, o, e io.Writer) int { return completionCommand(a, o, e) },
+	"version":    func(a []string, _ io.Reader, o, e io.Writer) int { return versionCommand(a, o, e) },
+}
 
 func main() {
 	// A peer that goes away must not kill us with SIGPIPE mid-write: the
@@ -44,45 +64,83 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage+envDoc)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	if cmd == "--profile" || len(cmd) > len("--profile=") && cmd[:len("--profile=")] == "--profile=" {
-		var profile string
-		if cmd == "--profile" {
-			if len(rest) == 0 {
-				fmt.Fprintln(stderr, "dsh: --profile needs a value: acp, sdk or headless")
-				return 2
-			}
-			profile, rest = rest[0], rest[1:]
-		} else {
-			profile = cmd[len("--profile="):]
-		}
-		switch profile {
-		case "acp", "sdk":
-			cmd = profile
-		case "headless":
-			cmd = "run"
-		default:
-			fmt.Fprintf(stderr, "dsh: unknown profile %q (want acp, sdk or headless)\n", profile)
-			return 2
-		}
+	args, code := applyProfile(args, stderr)
+	if code >= 0 {
+		return code
 	}
-	switch cmd {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage+envDoc)
-		return 0
-	case "version", "--version":
-		fmt.Fprintf(stdout, "dsh %s\n", version)
-		return 0
-	case "sessions":
-		return sessionsCommand(rest, stdout, stderr)
-	case "run":
-		return runCommand(rest, stdin, stdout, stderr)
-	case "sdk":
-		return sdkCommand(rest, stdin, stdout, stderr)
-	case "acp":
-		return acpCommand(rest, stdin, stdout, stderr)
-	default:
-		fmt.Fprintf(stderr, "dsh: unknown command %q\n\n%s", cmd, usage)
+	i := commandIndex(args)
+	if i < 0 {
+		if len(args) > 0 && isHelp(args[0]) {
+			fmt.Fprint(stdout, usage+envDoc)
+			return 0
+		}
+		if len(args) > 0 && args[0] == "--version" {
+			return versionCommand(nil, stdout, stderr)
+		}
+		fmt.Fprintf(stderr, "dsh: a command is required: acp, sdk, run, sessions, config, completion or version\n\n%s", usage)
 		return 2
 	}
+	cmd := args[i]
+	rest := append(append([]string{}, args[:i]...), args[i+1:]...)
+	if cmd == "help" {
+		fmt.Fprint(stdout, usage+envDoc)
+		return 0
+	}
+	run, ok := commands[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "dsh: unknown command %q (want acp, sdk, run, sessions, config, completion or version)\n", cmd)
+		return 2
+	}
+	return run(rest, stdin, stdout, stderr)
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// applyProfile rewrites the original's --profile aliases into commands.
+func applyProfile(args []string, stderr io.Writer) ([]string, int) {
+	cmd, rest := args[0], args[1:]
+	if cmd != "--profile" && !strings.HasPrefix(cmd, "--profile=") {
+		return args, -1
+	}
+	profile, ok := strings.CutPrefix(cmd, "--profile=")
+	if !ok {
+		if len(rest) == 0 {
+			fmt.Fprintln(stderr, "dsh: --profile needs a value: acp, sdk or headless")
+			return nil, 2
+		}
+		profile, rest = rest[0], rest[1:]
+	}
+	switch profile {
+	case "acp", "sdk":
+		return append([]string{profile}, rest...), -1
+	case "headless":
+		return append([]string{"run"}, rest...), -1
+	}
+	fmt.Fprintf(stderr, "dsh: unknown profile %q (want acp, sdk or headless)\n", profile)
+	return nil, 2
+}
+
+// commandIndex finds the command word: the first positional, skipping the
+// shared settings flags (and their values) that may come before it.
+func commandIndex(args []string) int {
+	fs := flag.NewFlagSet("dsh", flag.ContinueOnError)
+	registerSettingFlags(fs)
+	kind := argv.KindOf(fs)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			if a == "--" {
+				return -1
+			}
+			return i
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if kind(name) == argv.Value {
+			i++
+		}
+	}
+	return -1
 }

@@ -14,89 +14,123 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/dsh-dev/dsh/cmd/internal/argv"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/store"
 )
 
-const sessionsUsage = `usage: dsh sessions <command> [arguments]
+const sessionsUsage = `Usage: dsh sessions <command> [flags] [arguments]
 
 Look after the sessions stored under the session root
 (--session-root, DSH_SESSION_ROOT, $DSH_HOME/sessions, else $XDG_STATE_HOME/dsh/sessions).
+Flags may come before or after the command word.
 
-commands:
+Commands:
   list [--cwd DIR] [--json]   list sessions, most recently updated first;
                               --cwd keeps those recorded for DIR, --json prints one JSON array
-  show ID                     print a readable transcript of session ID
-  rm ID                       delete session ID (refused while a process is writing it)
+  show ID [--json]            print a readable transcript of session ID (a unique prefix is enough);
+                              --json prints {header, events} as stored
+  rm ID                       delete session ID (the whole id; refused while a process is writing it)
 
 Exit status: 0 on success, 1 if the session is missing or cannot be read or removed, 2 on usage errors.
 `
 
-// runSessions implements `dsh sessions list|show|rm`. root is the resolved
-// session root. It returns the process exit status: 0 ok, 1 failure (a
-// missing, unreadable or busy session), 2 usage error.
-func runSessions(args []string, root string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+// sessionsHelp is the help of each sessions command.
+var sessionsHelp = map[string]string{
+	"list": "Usage: dsh sessions list [--cwd DIR] [--json]\n\nList the stored sessions, most recently updated first.",
+	"show": "Usage: dsh sessions show ID [--json]\n\nPrint a readable transcript of a session: turns, each tool call on one line, usage.\nID may be a unique prefix of the session id.",
+	"rm":   "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.",
+}
+
+// sessionsFlags are the flags of the sessions commands, parsed together
+// with the settings flags in one pass so they go anywhere on the line.
+type sessionsFlags struct {
+	cwd    string
+	asJSON bool
+}
+
+func sessionsCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dsh sessions", flag.ContinueOnError)
+	sf := registerSettingFlags(fs)
+	var f sessionsFlags
+	fs.StringVar(&f.cwd, "cwd", "", "list: only sessions recorded for this working directory")
+	fs.BoolVar(&f.asJSON, "json", false, "list, show: print JSON")
+	pos, err := argv.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		if len(pos) == 0 {
+			_, pos, _ = argv.Split(args, argv.KindOf(fs), true)
+		}
+		return sessionsHelpFor(firstWord(pos), fs, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh sessions: %v\n", err)
+		return 2
+	}
+	if len(pos) == 0 {
 		fmt.Fprint(stderr, "dsh sessions: a command is required\n\n"+sessionsUsage)
 		return 2
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, sessionsUsage)
+	if pos[0] == "help" {
+		return sessionsHelpFor(firstWord(pos[1:]), fs, stdout)
+	}
+	if _, ok := sessionsHelp[pos[0]]; !ok {
+		fmt.Fprintf(stderr, "dsh sessions: unknown command %q (want list, show or rm)\n", pos[0])
+		return 2
+	}
+	if f.cwd != "" && pos[0] != "list" {
+		fmt.Fprintf(stderr, "dsh sessions %s: --cwd applies to list only\n", pos[0])
+		return 2
+	}
+	s, err := sf.resolve("auto")
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh sessions: %v\n", err)
+		return 2
+	}
+	return runSessions(pos, f, store.New(s.SessionRoot), stdout, stderr)
+}
+
+// firstWord returns the first of ws that is a sessions command, else "".
+func firstWord(ws []string) string {
+	for _, w := range ws {
+		if _, ok := sessionsHelp[w]; ok {
+			return w
+		}
+	}
+	return ""
+}
+
+func sessionsHelpFor(cmd string, fs *flag.FlagSet, stdout io.Writer) int {
+	if h, ok := sessionsHelp[cmd]; ok {
+		fmt.Fprintln(stdout, h)
 		return 0
 	}
-	if root == "" {
-		fmt.Fprintln(stderr, "dsh sessions: no session root is configured")
-		return 1
-	}
-	s := store.New(root)
-	switch cmd, rest := args[0], args[1:]; cmd {
+	fmt.Fprint(stdout, sessionsUsage+"\nFlags:\n")
+	fs.SetOutput(stdout)
+	fs.PrintDefaults()
+	fmt.Fprint(stdout, "\n"+envDoc)
+	return 0
+}
+
+// runSessions runs one sessions command: pos[0] is the command word. It
+// returns the process exit status: 0 ok, 1 failure (a missing, unreadable
+// or busy session), 2 usage error.
+func runSessions(pos []string, f sessionsFlags, s *store.Store, stdout, stderr io.Writer) int {
+	switch cmd, rest := pos[0], pos[1:]; cmd {
 	case "list":
-		return sessionsList(s, rest, stdout, stderr)
+		return sessionsList(s, f, rest, stdout, stderr)
 	case "show":
-		return sessionsShow(s, rest, stdout, stderr)
-	case "rm":
-		return sessionsRm(s, rest, stdout, stderr)
+		return sessionsShow(s, f, rest, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "dsh sessions: unknown command %q\n\n%s", cmd, sessionsUsage)
-		return 2
+		return sessionsRm(s, f, rest, stdout, stderr)
 	}
 }
 
-// subFlags parses the flags of one subcommand. It returns the positional
-// arguments, and an exit status when the caller must stop (help: 0, bad
-// flags: 2). Help goes to stdout, errors to stderr.
-func subFlags(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) ([]string, int, bool) {
-	fs.SetOutput(stderr)
-	fs.Usage = func() {} // we print usage ourselves, to the right stream
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, usage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil, 0, true
-		}
-		fmt.Fprintln(stderr, usage)
-		fs.PrintDefaults()
-		return nil, 2, true
-	}
-	return fs.Args(), 0, false
-}
-
-func sessionsList(s *store.Store, args []string, stdout, stderr io.Writer) int {
-	const usage = "usage: dsh sessions list [--cwd DIR] [--json]"
-	fs := flag.NewFlagSet("dsh sessions list", flag.ContinueOnError)
-	cwd := fs.String("cwd", "", "list only sessions recorded for this working directory")
-	asJSON := fs.Bool("json", false, "print one JSON array instead of a table")
-	rest, code, stop := subFlags(fs, usage, args, stdout, stderr)
-	if stop {
-		return code
-	}
+func sessionsList(s *store.Store, f sessionsFlags, rest []string, stdout, stderr io.Writer) int {
 	if len(rest) > 0 {
-		fmt.Fprintf(stderr, "dsh sessions list: unexpected argument %q\n%s\n", rest[0], usage)
+		fmt.Fprintf(stderr, "dsh sessions list: unexpected argument %q\n%s\n", rest[0], sessionsHelp["list"])
 		return 2
 	}
-	dir := *cwd
+	dir := f.cwd
 	if dir != "" {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
@@ -110,7 +144,7 @@ func sessionsList(s *store.Store, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dsh sessions list: %v\n", err)
 		return 1
 	}
-	if *asJSON {
+	if f.asJSON {
 		return listJSON(infos, stdout, stderr)
 	}
 	if len(infos) == 0 {
@@ -141,7 +175,7 @@ type sessionJSON struct {
 	Cwd           string `json:"cwd"`
 	Title         string `json:"title"`
 	CreatedAt     string `json:"createdAt"`
-	UpdatedAt     int64  `json:"updatedAt"` // epoch ms, like event times
+	UpdatedAt     string `json:"updatedAt"` // RFC 3339 in UTC, like createdAt
 	Events        int    `json:"events"`
 	Origin        string `json:"origin,omitempty"`
 	ParentSession string `json:"parentSession,omitempty"`
@@ -153,7 +187,7 @@ func listJSON(infos []store.Info, stdout, stderr io.Writer) int {
 	for _, in := range infos {
 		out = append(out, sessionJSON{
 			ID: in.Header.ID, Cwd: in.Header.Cwd, Title: in.Title, CreatedAt: in.Header.CreatedAt,
-			UpdatedAt: in.UpdatedAt, Events: in.Events, Origin: in.Header.Origin,
+			UpdatedAt: time.UnixMilli(in.UpdatedAt).UTC().Format(time.RFC3339Nano), Events: in.Events, Origin: in.Header.Origin,
 			ParentSession: in.Header.ParentSession, Dir: in.Dir,
 		})
 	}
@@ -166,32 +200,31 @@ func listJSON(infos []store.Info, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// oneID parses the single ID argument of show and rm.
-func oneID(name string, args []string, stdout, stderr io.Writer) (string, int, bool) {
-	usage := "usage: dsh sessions " + name + " ID"
-	fs := flag.NewFlagSet("dsh sessions "+name, flag.ContinueOnError)
-	rest, code, stop := subFlags(fs, usage, args, stdout, stderr)
-	if stop {
-		return "", code, true
-	}
+// oneID checks the single ID argument of show and rm.
+func oneID(name string, rest []string, stderr io.Writer) (string, bool) {
+	usage := sessionsHelp[name]
 	switch {
 	case len(rest) == 0:
 		fmt.Fprintf(stderr, "dsh sessions %s: a session ID is required\n%s\n", name, usage)
-		return "", 2, true
+		return "", false
 	case len(rest) > 1:
 		fmt.Fprintf(stderr, "dsh sessions %s: takes one session ID, got %d arguments\n%s\n", name, len(rest), usage)
-		return "", 2, true
+		return "", false
 	case rest[0] == "":
 		fmt.Fprintf(stderr, "dsh sessions %s: the session ID is empty\n%s\n", name, usage)
-		return "", 2, true
+		return "", false
 	}
-	return rest[0], 0, false
+	return rest[0], true
 }
 
-func sessionsRm(s *store.Store, args []string, stdout, stderr io.Writer) int {
-	id, code, stop := oneID("rm", args, stdout, stderr)
-	if stop {
-		return code
+func sessionsRm(s *store.Store, f sessionsFlags, rest []string, stdout, stderr io.Writer) int {
+	id, ok := oneID("rm", rest, stderr)
+	if !ok {
+		return 2
+	}
+	if f.asJSON {
+		fmt.Fprintln(stderr, "dsh sessions rm: --json applies to list and show")
+		return 2
 	}
 	if err := s.Remove(id); err != nil {
 		fmt.Fprintf(stderr, "dsh sessions rm: %v\n", err)
@@ -201,10 +234,15 @@ func sessionsRm(s *store.Store, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func sessionsShow(s *store.Store, args []string, stdout, stderr io.Writer) int {
-	id, code, stop := oneID("show", args, stdout, stderr)
-	if stop {
-		return code
+func sessionsShow(s *store.Store, f sessionsFlags, rest []string, stdout, stderr io.Writer) int {
+	prefix, ok := oneID("show", rest, stderr)
+	if !ok {
+		return 2
+	}
+	id, err := s.Resolve(prefix)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh sessions show: %v\n", err)
+		return 1
 	}
 	// Read takes no lease, so a session another process is writing can be
 	// shown; an unfinished turn appears closed as "interrupted".
@@ -214,7 +252,16 @@ func sessionsShow(s *store.Store, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	w := &errWriter{w: stdout}
-	writeTranscript(w, h, events)
+	if f.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(struct {
+			Header store.Header  `json:"header"`
+			Events []event.Event `json:"events"`
+		}{h, events})
+	} else {
+		writeTranscript(w, h, events)
+	}
 	if w.err != nil {
 		fmt.Fprintf(stderr, "dsh sessions show: %v\n", w.err)
 		return 1

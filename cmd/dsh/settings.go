@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/core/model"
 )
 
 // Settings are the resolved settings of one invocation. Each comes from a
@@ -38,26 +41,16 @@ type Settings struct {
 	Depth int
 	// Subagents is the raw "subagents" object of the config file.
 	Subagents json.RawMessage
-}
-
-// fileConfig is the config file's shape.
-type fileConfig struct {
-	Provider        string          `json:"provider"`
-	Model           string          `json:"model"`
-	BaseURL         string          `json:"baseUrl"`
-	ReasoningEffort string          `json:"reasoningEffort"`
-	MaxTokens       int             `json:"maxTokens"`
-	SessionRoot     string          `json:"sessionRoot"`
-	PermissionMode  string          `json:"permissionMode"`
-	Script          string          `json:"script"`
-	StepCap         int             `json:"stepCap"`
-	Subagents       json.RawMessage `json:"subagents"`
+	// Sources says where each setting came from, keyed by its config key:
+	// "flag --model", "environment DSH_MODEL", "config file", "default".
+	Sources map[string]string
 }
 
 // settingFlags holds the flag values of the shared settings.
 type settingFlags struct {
 	provider, model, baseURL, effort, sessionRoot, config, mode, script, logLevel string
 	maxTokens, stepCap                                                            int
+	stepCapSet                                                                    bool // --step-cap given, even as 0
 }
 
 // envDoc lists every environment variable dsh reads, for --help.
@@ -93,9 +86,80 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	fs.StringVar(&f.config, "config", "", "config file [$DSH_CONFIG]")
 	fs.StringVar(&f.mode, "permission-mode", "", "read-only | ask | auto | full [$DSH_PERMISSION_MODE]")
 	fs.StringVar(&f.script, "script", "", "script file of the scripted provider [$DSH_SCRIPT]")
-	fs.IntVar(&f.stepCap, "step-cap", 0, "steps per turn before it ends blocked (default 200) [$DSH_STEP_CAP]")
+	fs.Func("step-cap", "steps per turn before it ends blocked, at least 1 (default 200) [$DSH_STEP_CAP]", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("want a whole number")
+		}
+		f.stepCap, f.stepCapSet = n, true
+		return nil
+	})
 	fs.StringVar(&f.logLevel, "log-level", "", "stderr diagnostics: debug | info | warn | error [$DSH_LOG_LEVEL]")
 	return f
+}
+
+// resolver picks each setting from the first place that has it and records
+// which place that was.
+type resolver struct {
+	sources map[string]string
+}
+
+// candidate is one place a setting may come from.
+type candidate struct{ value, source string }
+
+func fromFlag(name, v string) candidate { return candidate{v, "flag --" + name} }
+func fromEnv(name string) candidate     { return candidate{os.Getenv(name), "environment " + name} }
+func fromFile(v string) candidate       { return candidate{v, "config file"} }
+func byDefault(v string) candidate      { return candidate{v, "default"} }
+
+// pick returns the first non-empty candidate and records its source.
+func (r *resolver) pick(key string, cs ...candidate) string {
+	for _, c := range cs {
+		if c.value != "" {
+			r.sources[key] = c.source
+			return c.value
+		}
+	}
+	return ""
+}
+
+// pickInt is pick for a whole number (0 means unset).
+func (r *resolver) pickInt(key string, cs ...candidate) (int, error) {
+	v := r.pick(key, cs...)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		label := r.sources[key]
+		for _, p := range []string{"environment ", "flag "} {
+			if l, ok := strings.CutPrefix(label, p); ok {
+				label = l
+			}
+		}
+		if label == "config file" {
+			label = "config file " + key
+		}
+		return 0, fmt.Errorf("%s=%q is not a whole number", label, v)
+	}
+	return n, nil
+}
+
+// optInt renders an optional config number for pick ("" when absent).
+func optInt(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}
+
+func set(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+func itoa(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 // first returns the first non-empty value.
@@ -108,109 +172,147 @@ func first(vs ...string) string {
 	return ""
 }
 
-// resolve applies flags → environment → config file → defaults.
-func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
-	var s Settings
+// loadConfig reads the config file named by flag or environment, else the
+// default one if present.
+func (f *settingFlags) loadConfig(s *Settings) (fileConfig, error) {
 	s.ConfigPath = first(f.config, os.Getenv("DSH_CONFIG"))
-	explicitConfig := s.ConfigPath != ""
-	if s.ConfigPath == "" {
+	explicit := s.ConfigPath != ""
+	if !explicit {
 		if dir := configHome(); dir != "" {
 			s.ConfigPath = filepath.Join(dir, "dsh", "config.json")
 		}
 	}
-	var fc fileConfig
-	if s.ConfigPath != "" {
-		data, err := os.ReadFile(s.ConfigPath)
-		switch {
-		case err == nil:
-			if err := json.Unmarshal(data, &fc); err != nil {
-				return s, fmt.Errorf("config file %s: %w", s.ConfigPath, err)
-			}
-		case errors.Is(err, os.ErrNotExist) && !explicitConfig:
-			s.ConfigPath = ""
-		default:
-			return s, fmt.Errorf("config file: %w", err)
-		}
+	if s.ConfigPath == "" {
+		return fileConfig{}, nil
+	}
+	data, err := os.ReadFile(s.ConfigPath)
+	switch {
+	case err == nil:
+		return parseConfig(s.ConfigPath, data)
+	case errors.Is(err, os.ErrNotExist) && !explicit:
+		s.ConfigPath = ""
+		return fileConfig{}, nil
+	}
+	return fileConfig{}, fmt.Errorf("config file: %w", err)
+}
+
+// resolve applies flags → environment → config file → defaults, and checks
+// every value before anything is created.
+func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
+	s := Settings{Sources: map[string]string{}}
+	r := &resolver{sources: s.Sources}
+	fc, err := f.loadConfig(&s)
+	if err != nil {
+		return s, err
 	}
 	s.Subagents = fc.Subagents
-	s.Provider = first(f.provider, os.Getenv("DSH_PROVIDER"), fc.Provider, "deepseek-official")
-	s.Model = first(f.model, os.Getenv("DSH_MODEL"), fc.Model, "deepseek-flash")
-	switch s.Provider {
-	case "openai-compatible":
-		s.BaseURL = first(f.baseURL, os.Getenv("OPENAI_BASE_URL"), fc.BaseURL)
-		s.APIKey = os.Getenv("OPENAI_API_KEY")
-	default:
-		s.BaseURL = first(f.baseURL, os.Getenv("DEEPSEEK_BASE_URL"), fc.BaseURL, "https://api.deepseek.com")
-		s.APIKey = os.Getenv("DEEPSEEK_API_KEY")
+	s.Provider = r.pick("provider", fromFlag("provider", f.provider), fromEnv("DSH_PROVIDER"), fromFile(fc.Provider), byDefault("deepseek-official"))
+	if !slices.Contains(model.Names(), s.Provider) {
+		return s, fmt.Errorf("unknown provider %q from %s (want %s)", s.Provider, s.Sources["provider"], strings.Join(model.Names(), ", "))
 	}
-	s.ReasoningEffort = first(f.effort, os.Getenv("DSH_REASONING_EFFORT"), fc.ReasoningEffort)
-	s.MaxTokens = f.maxTokens
-	if s.MaxTokens == 0 {
-		s.MaxTokens = fc.MaxTokens
+	s.Model = r.pick("model", fromFlag("model", f.model), fromEnv("DSH_MODEL"), fromFile(fc.Model), byDefault("deepseek-flash"))
+	f.resolveEndpoint(r, &s, fc)
+	s.ReasoningEffort = r.pick("reasoningEffort", fromFlag("reasoning-effort", f.effort), fromEnv("DSH_REASONING_EFFORT"), fromFile(fc.ReasoningEffort))
+	if e := s.ReasoningEffort; e != "" && !slices.Contains(model.Efforts(s.Provider), e) {
+		return s, fmt.Errorf("reasoning effort %q from %s is not one %s takes (want %s)", e, s.Sources["reasoningEffort"], s.Provider, strings.Join(model.Efforts(s.Provider), ", "))
 	}
-	if s.MaxTokens < 0 {
-		return s, fmt.Errorf("--max-tokens must be a positive integer")
+	if s.MaxTokens, err = r.pickInt("maxTokens", fromFlag("max-tokens", itoa(f.maxTokens)), fromFile(optInt(fc.MaxTokens))); err != nil {
+		return s, err
 	}
-	root := first(f.sessionRoot, os.Getenv("DSH_SESSION_ROOT"))
-	if root == "" && os.Getenv("DSH_HOME") != "" {
-		root = filepath.Join(os.Getenv("DSH_HOME"), "sessions")
+	if _, set := s.Sources["maxTokens"]; set && s.MaxTokens < 1 {
+		return s, fmt.Errorf("max tokens must be a positive whole number, got %d from %s", s.MaxTokens, s.Sources["maxTokens"])
 	}
-	root = first(root, fc.SessionRoot)
-	if root == "" {
-		state := os.Getenv("XDG_STATE_HOME")
-		if state == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return s, fmt.Errorf("no session root: set --session-root or DSH_SESSION_ROOT (%w)", err)
-			}
-			state = filepath.Join(home, ".local", "state")
-		}
-		root = filepath.Join(state, "dsh", "sessions")
+	if !set(s.Sources, "maxTokens") {
+		r.sources["maxTokens"] = "default (the provider's)"
 	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return s, fmt.Errorf("session root %q: %w", root, err)
+	if err := f.resolveRoot(r, &s, fc); err != nil {
+		return s, err
 	}
-	s.SessionRoot = abs
-	s.PermissionMode = first(f.mode, os.Getenv("DSH_PERMISSION_MODE"), fc.PermissionMode, defaultMode)
+	s.PermissionMode = r.pick("permissionMode", fromFlag("permission-mode", f.mode), fromEnv("DSH_PERMISSION_MODE"), fromFile(fc.PermissionMode), byDefault(defaultMode))
 	switch s.PermissionMode {
 	case "read-only", "ask", "auto", "full":
 	default:
-		return s, fmt.Errorf("unknown permission mode %q (want read-only, ask, auto or full)", s.PermissionMode)
+		return s, fmt.Errorf("unknown permission mode %q from %s (want read-only, ask, auto or full)", s.PermissionMode, s.Sources["permissionMode"])
 	}
-	s.Script = first(f.script, os.Getenv("DSH_SCRIPT"), fc.Script)
-	s.StepCap = f.stepCap
-	if s.StepCap == 0 {
-		if v := os.Getenv("DSH_STEP_CAP"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return s, fmt.Errorf("DSH_STEP_CAP=%q is not a positive integer", v)
-			}
-			s.StepCap = n
-		} else {
-			s.StepCap = fc.StepCap
-		}
+	s.Script = r.pick("script", fromFlag("script", f.script), fromEnv("DSH_SCRIPT"), fromFile(fc.Script))
+	stepFlag := ""
+	if f.stepCapSet {
+		stepFlag = strconv.Itoa(f.stepCap)
 	}
-	if s.FirstDataTimeout, err = envDuration("DSH_FIRST_DATA_TIMEOUT"); err != nil {
+	if s.StepCap, err = r.pickInt("stepCap", fromFlag("step-cap", stepFlag), fromEnv("DSH_STEP_CAP"), fromFile(optInt(fc.StepCap))); err != nil {
 		return s, err
+	}
+	if _, set := s.Sources["stepCap"]; set && s.StepCap < 1 {
+		return s, fmt.Errorf("step cap must be at least 1, got %d from %s", s.StepCap, s.Sources["stepCap"])
+	}
+	if s.StepCap == 0 {
+		r.sources["stepCap"] = "default (200)"
+	}
+	return s, f.resolveRest(r, &s, fc)
+}
+
+// resolveEndpoint picks the base URL and API key of the provider.
+func (f *settingFlags) resolveEndpoint(r *resolver, s *Settings, fc fileConfig) {
+	switch s.Provider {
+	case "openai-compatible":
+		s.BaseURL = r.pick("baseUrl", fromFlag("base-url", f.baseURL), fromEnv("OPENAI_BASE_URL"), fromFile(fc.BaseURL))
+		s.APIKey = r.pick("apiKey", fromEnv("OPENAI_API_KEY"))
+	default:
+		s.BaseURL = r.pick("baseUrl", fromFlag("base-url", f.baseURL), fromEnv("DEEPSEEK_BASE_URL"), fromFile(fc.BaseURL), byDefault("https://api.deepseek.com"))
+		s.APIKey = r.pick("apiKey", fromEnv("DEEPSEEK_API_KEY"))
+	}
+}
+
+// resolveRoot picks the session root and makes it absolute.
+func (f *settingFlags) resolveRoot(r *resolver, s *Settings, fc fileConfig) error {
+	home := ""
+	if h := os.Getenv("DSH_HOME"); h != "" {
+		home = filepath.Join(h, "sessions")
+	}
+	root := r.pick("sessionRoot", fromFlag("session-root", f.sessionRoot), fromEnv("DSH_SESSION_ROOT"),
+		candidate{home, "environment DSH_HOME"}, fromFile(fc.SessionRoot))
+	if root == "" {
+		state := os.Getenv("XDG_STATE_HOME")
+		if state == "" {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return fmt.Errorf("no session root: set --session-root or DSH_SESSION_ROOT (%w)", err)
+			}
+			state = filepath.Join(h, ".local", "state")
+		}
+		root = filepath.Join(state, "dsh", "sessions")
+		r.sources["sessionRoot"] = "default"
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return fmt.Errorf("session root %q: %w", root, err)
+	}
+	s.SessionRoot = abs
+	return nil
+}
+
+// resolveRest picks the settings that have no config key of their own.
+func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) error {
+	var err error
+	if s.FirstDataTimeout, err = envDuration("DSH_FIRST_DATA_TIMEOUT"); err != nil {
+		return err
 	}
 	if s.StallTimeout, err = envDuration("DSH_STALL_TIMEOUT"); err != nil {
-		return s, err
+		return err
 	}
 	if v := os.Getenv("DSH_DELEGATION_DEPTH"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return s, fmt.Errorf("DSH_DELEGATION_DEPTH=%q is not a non-negative integer", v)
+			return fmt.Errorf("DSH_DELEGATION_DEPTH=%q is not a non-negative integer", v)
 		}
 		s.Depth = n
 	}
 	s.LogLevel = slog.LevelWarn
-	if lv := first(f.logLevel, os.Getenv("DSH_LOG_LEVEL")); lv != "" {
-		if err := s.LogLevel.UnmarshalText([]byte(strings.ToUpper(lv))); err != nil {
-			return s, fmt.Errorf("unknown log level %q", lv)
-		}
+	lv := r.pick("logLevel", fromFlag("log-level", f.logLevel), fromEnv("DSH_LOG_LEVEL"), fromFile(fc.LogLevel), byDefault("warn"))
+	if err := s.LogLevel.UnmarshalText([]byte(strings.ToUpper(lv))); err != nil {
+		return fmt.Errorf("unknown log level %q from %s (want debug, info, warn or error)", lv, s.Sources["logLevel"])
 	}
-	return s, nil
+	return nil
 }
 
 func envDuration(name string) (time.Duration, error) {

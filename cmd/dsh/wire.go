@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/dsh-dev/dsh/cmd/internal/argv"
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
@@ -124,55 +125,35 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	return &runtime{Runtime: rt, gateway: reg}, nil
 }
 
-// parseCommon parses a subcommand's flags (shared settings plus extra)
-// and resolves the settings. It returns the exit code to use when parsing
-// ended the command (help, usage error), else -1.
-func parseCommon(name, synopsis string, args []string, stderr, stdout io.Writer, defaultMode string,
+// parseCommon parses a command's flags (shared settings plus extra) in the
+// one grammar of package argv and resolves the settings. It returns the exit
+// code to use when parsing ended the command (help: 0, usage error: 2),
+// else -1.
+func parseCommon(name, synopsis, what string, args []string, stderr, stdout io.Writer, defaultMode string,
 	extra func(fs *flag.FlagSet)) (Settings, []string, int) {
 	fs := flag.NewFlagSet("dsh "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	sf := registerSettingFlags(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+	pos, err := argv.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: %s\n\n%s\n\nFlags:\n", synopsis, what)
 			fs.SetOutput(stdout)
-			fmt.Fprintf(stdout, "Usage: %s\n\nFlags:\n", synopsis)
 			fs.PrintDefaults()
 			fmt.Fprint(stdout, "\n"+envDoc)
 			return Settings{}, nil, 0
 		}
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		fmt.Fprintf(stderr, "dsh %s: %v\n", name, err)
 		return Settings{}, nil, 2
 	}
 	s, err := sf.resolve(defaultMode)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		fmt.Fprintf(stderr, "dsh %s: %v\n", name, err)
 		return s, nil, 2
 	}
-	return s, fs.Args(), -1
-}
-
-func sessionsCommand(args []string, stdout, stderr io.Writer) int {
-	// The settings flags (session root, config) may come before the verb.
-	fs := flag.NewFlagSet("dsh sessions", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sf := registerSettingFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, "Usage: dsh [--session-root DIR] sessions list [--cwd DIR] [--json] | show ID | rm ID\n\n"+envDoc)
-			return 0
-		}
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
-		return 2
-	}
-	s, err := sf.resolve("auto")
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
-		return 2
-	}
-	return runSessions(fs.Args(), s.SessionRoot, stdout, stderr)
+	return s, pos, -1
 }
 
 // shutdownRuntime closes every session (cancelling turns, which cancels

@@ -125,6 +125,21 @@ func openAICaps(model string) Caps {
 	}
 }
 
+// Efforts lists the reasoning efforts a provider accepts whatever the model,
+// so a setting can be checked before anything is created; nil for a
+// provider that is not registered.
+func Efforts(provider string) []string {
+	switch provider {
+	case ProviderDeepSeek:
+		return deepseekCaps("").Efforts
+	case ProviderOpenAI:
+		return openAICaps("").Efforts
+	case ProviderScripted:
+		return scriptedEfforts
+	}
+	return nil
+}
+
 func validEffort(c Caps, effort string) bool {
 	return slices.Contains(c.Efforts, effort)
 }

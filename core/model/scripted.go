@@ -276,6 +276,9 @@ func NewScripted(s *Script) Provider { return &scripted{s: s} }
 // Name implements Provider.
 func (p *scripted) Name() string { return ProviderScripted }
 
+// scriptedEfforts is every effort any real provider takes.
+var scriptedEfforts = []string{"off", "low", "medium", "high", "max"}
+
 // Caps implements Provider. A script accepts everything a real model might,
 // so the loop's own checks are what a test exercises.
 func (p *scripted) Caps(string) Caps {
@@ -285,7 +288,7 @@ func (p *scripted) Caps(string) Caps {
 	}
 	return Caps{
 		Images:           true,
-		Efforts:          []string{"off", "low", "medium", "high", "max"},
+		Efforts:          scriptedEfforts,
 		DefaultEffort:    "high",
 		DefaultMaxTokens: DeepSeekDefaultMaxTokens,
 		ContextWindow:    cw,

@@ -53,8 +53,8 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "missingSessionID", args: []string{"--json", "--session-id"}, want: RunFlags{JSON: true}, usage: "option '--session-id' argument missing"},
 		{name: "blankSessionID", args: []string{"--session-id", "  ", "--json"}, want: RunFlags{JSON: true}, usage: "option '--session-id <id>' must not be blank"},
 		{name: "emptySessionIDEquals", args: []string{"--session-id="}, usage: "option '--session-id <id>' must not be blank"},
-		{name: "badBool", args: []string{"--json=maybe"}, want: RunFlags{JSON: true}, usage: `invalid boolean value "maybe" for -json: parse error`},
-		{name: "badInt", args: []string{"--max-tokens", "lots"}, usage: `invalid value "lots" for flag -max-tokens: parse error`},
+		{name: "badBool", args: []string{"--json=maybe"}, want: RunFlags{JSON: true}, usage: `invalid value "maybe" for option '--json': want true or false`},
+		{name: "badInt", args: []string{"--max-tokens", "lots"}, usage: `invalid value "lots" for option '--max-tokens': want a whole number`},
 		{name: "help", args: []string{"t", "--help", "--bogus"}, help: true},
 		{name: "helpShort", args: []string{"-h"}, help: true},
 		{name: "helpAfterDoubleDash", args: []string{"--", "-h"}, pos: []string{"-h"}},
@@ -95,6 +95,21 @@ func TestParseRunFlags(t *testing.T) {
 	}
 }
 
+func TestRunFlagsContinueAndQuiet(t *testing.T) {
+	var out bytes.Buffer
+	fs, _, _, _ := sharedFlagSet(&out)
+	rf, pos, err := ParseRunFlags(fs, []string{"-c", "more", "--quiet"})
+	if err != nil || !rf.Continue || !rf.Quiet || !reflect.DeepEqual(pos, []string{"more"}) {
+		t.Fatalf("got %+v %q %v", rf, pos, err)
+	}
+	fs, _, _, _ = sharedFlagSet(&out)
+	_, _, err = ParseRunFlags(fs, []string{"--continue", "--session-id", "s", "t"})
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("--continue with --session-id: got %v, want a usage error", err)
+	}
+}
+
 func TestParseRunFlagsNeedsContinueOnError(t *testing.T) {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	if _, _, err := ParseRunFlags(fs, []string{"--bogus"}); err == nil {
@@ -125,13 +140,18 @@ func TestJSONRequested(t *testing.T) {
 		{[]string{"--session-id"}, false},
 		{[]string{"---json"}, false},
 	} {
-		if got := JSONRequestedIn(nil, tc.args); got != tc.want {
-			t.Errorf("JSONRequestedIn(nil, %q) = %v, want %v", tc.args, got, tc.want)
+		var out bytes.Buffer
+		fs, _, _, _ := sharedFlagSet(&out)
+		fs.String("provider", "", "")
+		_, _, _ = ParseRunFlags(fs, nil) // registers the run flags
+		if got := JSONRequestedIn(fs, tc.args); got != tc.want {
+			t.Errorf("JSONRequestedIn(%q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}
-	// With the FlagSet, a shared bool flag takes no value.
+	// A shared bool flag takes no value.
 	var out bytes.Buffer
 	fs, _, _, _ := sharedFlagSet(&out)
+	_, _, _ = ParseRunFlags(fs, nil)
 	if !JSONRequestedIn(fs, []string{"--verbose", "--json"}) {
 		t.Error("bool flag ate --json")
 	}

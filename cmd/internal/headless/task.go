@@ -5,20 +5,14 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/dsh-dev/dsh/cmd/internal/argv"
 )
 
 // UsageError is a command-line mistake: the process exits 2 with its message
 // on one line (or, in --json mode, as an `error` event). The message never
 // carries an "error: " prefix, so one event type has one message shape.
-type UsageError struct {
-	Msg string
-	Err error // the underlying parse error, if any
-}
-
-func (e *UsageError) Error() string { return e.Msg }
-
-// Unwrap returns the underlying error.
-func (e *UsageError) Unwrap() error { return e.Err }
+type UsageError = argv.UsageError
 
 func usageErrorf(format string, a ...any) *UsageError {
 	return &UsageError{Msg: fmt.Sprintf(format, a...)}

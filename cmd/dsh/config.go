@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// fileConfig is the config file's shape. Every key a user may write is a
+// field here: decoding refuses anything else, so a typo cannot silently do
+// nothing.
+type fileConfig struct {
+	Provider        string          `json:"provider"`
+	Model           string          `json:"model"`
+	BaseURL         string          `json:"baseUrl"`
+	ReasoningEffort string          `json:"reasoningEffort"`
+	MaxTokens       *int            `json:"maxTokens"`
+	SessionRoot     string          `json:"sessionRoot"`
+	PermissionMode  string          `json:"permissionMode"`
+	Script          string          `json:"script"`
+	StepCap         *int            `json:"stepCap"`
+	LogLevel        string          `json:"logLevel"`
+	Subagents       json.RawMessage `json:"subagents"`
+}
+
+// configKeys are the keys of fileConfig, from its tags.
+func configKeys() []string {
+	t := reflect.TypeOf(fileConfig{})
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// secretKeys are keys people write for credentials, which dsh reads only
+// from the environment.
+var secretKeys = map[string]string{
+	"apikey": "API keys are read only from the environment (DEEPSEEK_API_KEY or OPENAI_API_KEY), never from the config file",
+}
+
+// parseConfig decodes a config file strictly. Errors name the file, the key
+// and what was wrong in words, never Go's type names.
+func parseConfig(path string, data []byte) (fileConfig, error) {
+	var fc fileConfig
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fc, fmt.Errorf("config file %s: %s", path, syntaxWords(data, err))
+	}
+	if raw == nil {
+		return fc, fmt.Errorf("config file %s: want a JSON object such as {\"model\": \"deepseek-flash\"}", path)
+	}
+	known := configKeys()
+	var names []string
+	for k := range raw {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if msg := unknownKey(k, known); msg != "" {
+			return fc, fmt.Errorf("config file %s: %s", path, msg)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fc, fmt.Errorf("config file %s: %q must be %s, not %s", path, te.Field, kindWords(te.Type), valueWords(te.Value))
+		}
+		return fc, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return fc, nil
+}
+
+// unknownKey explains a key that is not a setting, or returns "".
+func unknownKey(k string, known []string) string {
+	for _, kn := range known {
+		if k == kn {
+			return ""
+		}
+	}
+	norm := normKey(k)
+	if msg, ok := secretKeys[norm]; ok {
+		return fmt.Sprintf("%q: %s", k, msg)
+	}
+	best, bestD := "", 1<<30
+	for _, kn := range known {
+		if normKey(kn) == norm {
+			return fmt.Sprintf("unknown key %q (did you mean %q? keys are camelCase)", k, kn)
+		}
+		if d := editDistance(norm, normKey(kn)); d < bestD {
+			best, bestD = kn, d
+		}
+	}
+	if bestD <= 3 {
+		return fmt.Sprintf("unknown key %q (did you mean %q?)", k, best)
+	}
+	return fmt.Sprintf("unknown key %q (known keys: %s)", k, strings.Join(known, ", "))
+}
+
+// normKey folds case and separators, so base_url and BaseURL meet baseUrl.
+func normKey(k string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+}
+
+// editDistance is the Levenshtein distance of two short keys.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func kindWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.Kind().String()
+}
+
+func valueWords(v string) string {
+	switch v {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	}
+	if strings.HasPrefix(v, "number ") {
+		return "the number " + strings.TrimPrefix(v, "number ")
+	}
+	return v
+}
+
+// syntaxWords places a JSON syntax error at its line and column.
+func syntaxWords(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return "want a JSON object of settings, not " + valueWords(te.Value)
+		}
+		return err.Error()
+	}
+	line, col := 1, 1
+	for _, c := range data[:min(int(se.Offset), len(data))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("not valid JSON at line %d, column %d: %v", line, col, se)
+}

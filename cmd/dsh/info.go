@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dsh-dev/dsh/cmd/internal/argv"
+)
+
+// noFlags parses the flags of a command that takes only --help (and the
+// given extra flags); it returns the positionals, or an exit code ≥ 0.
+func noFlags(name, synopsis, what string, args []string, stdout, stderr io.Writer, extra func(*flag.FlagSet)) ([]string, int) {
+	fs := flag.NewFlagSet("dsh "+name, flag.ContinueOnError)
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := argv.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "Usage: %s\n\n%s\n", synopsis, what)
+		if extra != nil {
+			fmt.Fprint(stdout, "\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+		}
+		return nil, 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh %s: %v\n", name, err)
+		return nil, 2
+	}
+	return pos, -1
+}
+
+// versionCommand prints the release version, the module version and the VCS
+// revision the Go toolchain embedded, so a bug report names the exact build.
+func versionCommand(args []string, stdout, stderr io.Writer) int {
+	pos, code := noFlags("version", "dsh version", "Print the version, the module version and the VCS revision of this binary.", args, stdout, stderr, nil)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "dsh version: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	fmt.Fprintln(stdout, versionLine())
+	return 0
+}
+
+func versionLine() string {
+	line := "dsh " + version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	var rev, when, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = " (modified)"
+			}
+		}
+	}
+	if v := bi.Main.Version; v != "" {
+		line += " module " + bi.Main.Path + "@" + v
+	}
+	if rev != "" {
+		line += " revision " + rev + dirty
+		if when != "" {
+			line += " " + when
+		}
+	}
+	return line + " " + bi.GoVersion
+}
+
+// configCommand prints every resolved setting with where it came from, so a
+// user sees what a flag, the environment or the file actually changed.
+func configCommand(args []string, stdout, stderr io.Writer) int {
+	var asJSON bool
+	s, pos, code := parseCommon("config", "dsh config [flags] [--json]",
+		"Print the resolved settings and where each came from (flag, environment, config file, default); secrets are masked.",
+		args, stderr, stdout, "auto", func(fs *flag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print one JSON object {key: {value, source}}")
+		})
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "dsh config: unexpected argument %q\n", pos[0])
+		return 2
+	}
+	rows := settingRows(s)
+	if asJSON {
+		out := map[string]map[string]string{}
+		for _, r := range rows {
+			out[r[0]] = map[string]string{"value": r[1], "source": r[2]}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r[0], r[1], r[2])
+	}
+	if s.ConfigPath != "" {
+		fmt.Fprintf(tw, "\nconfig file: %s\n", s.ConfigPath)
+	} else {
+		fmt.Fprintln(tw, "\nconfig file: none")
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// settingRows lists {key, value, source} sorted by key, the API key masked.
+func settingRows(s Settings) [][3]string {
+	values := map[string]string{
+		"provider": s.Provider, "model": s.Model, "baseUrl": s.BaseURL,
+		"reasoningEffort": s.ReasoningEffort, "maxTokens": itoa(s.MaxTokens),
+		"sessionRoot": s.SessionRoot, "permissionMode": s.PermissionMode, "script": s.Script,
+		"stepCap": itoa(s.StepCap), "logLevel": strings.ToLower(s.LogLevel.String()),
+	}
+	if s.APIKey != "" {
+		values["apiKey"] = "set (masked)"
+	} else {
+		values["apiKey"] = "not set"
+		s.Sources["apiKey"] = "environment (" + keyVar(s.Provider) + ")"
+	}
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	rows := make([][3]string, 0, len(keys))
+	for _, k := range keys {
+		src := s.Sources[k]
+		if src == "" {
+			src = "default"
+		}
+		rows = append(rows, [3]string{k, values[k], src})
+	}
+	return rows
+}
+
+func keyVar(provider string) string {
+	if provider == "openai-compatible" {
+		return "OPENAI_API_KEY"
+	}
+	return "DEEPSEEK_API_KEY"
+}
