@@ -125,6 +125,12 @@ func openAICaps(model string) Caps {
 	}
 }
 
+// Names lists the registered providers, sorted, so a setting naming one
+// can be checked (and the valid names listed) before anything is created.
+func Names() []string {
+	return []string{ProviderDeepSeek, ProviderOpenAI, ProviderScripted}
+}
+
 // Efforts lists the reasoning efforts a provider accepts whatever the model,
 // so a setting can be checked before anything is created; nil for a
 // provider that is not registered.
