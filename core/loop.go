@@ -94,16 +94,22 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: 1}); err != nil {
 		return fail(err)
 	}
-	for _, t := range claimed {
-		if _, err := s.emit(event.TypeUserMessage, t.msg); err != nil {
+	var firstSeq int64
+	for i, t := range claimed {
+		ev, err := s.emit(event.TypeUserMessage, t.msg)
+		if err != nil {
 			return fail(err)
+		}
+		if i == 0 {
+			firstSeq = ev.Seq
 		}
 	}
 	s.mu.Lock()
 	titled := s.titled
 	s.mu.Unlock()
 	if !titled {
-		if _, err := s.emit(event.TypeSessionTitle, event.SessionTitle{Title: titleOf(claimed[0].msg.Content)}); err != nil {
+		if _, err := s.emit(event.TypeSessionTitle, event.SessionTitle{Title: titleOf(claimed[0].msg.Content),
+			MessageSeqs: []int64{firstSeq}, Source: &event.KindOnly{Kind: event.TitleFallback}}); err != nil {
 			return fail(err)
 		}
 	}
@@ -158,7 +164,7 @@ func abortedReason(ctx context.Context) event.TurnEndReason {
 
 // request builds the model request of a step, recording request/header when
 // the stable prefix (system prompt, tools, config) is first used or changes.
-func (s *Session) request(cfg event.Config) (*model.Request, error) {
+func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, error) {
 	s.commitMu.Lock()
 	system, seen, last := s.header0, s.hdrSeen, s.lastHdr
 	s.commitMu.Unlock()
@@ -168,7 +174,7 @@ func (s *Session) request(cfg event.Config) (*model.Request, error) {
 		if seen {
 			h.Reason = "change"
 		}
-		h.Header.Config = cfg
+		h.Header.Config, h.Header.AdapterDefaults = effectiveConfig(cfg, caps)
 		h.Header.System = system
 		h.Header.Tools = s.rt.toolsJSON
 		if _, err := s.emit(event.TypeRequestHeader, h); err != nil {
@@ -188,6 +194,23 @@ func (s *Session) request(cfg event.Config) (*model.Request, error) {
 	return req, nil
 }
 
+// effectiveConfig is cfg as the provider runs it: the reasoning effort and
+// output cap the session leaves to the provider filled in with its
+// defaults, flagged as such (the original's request/header records both).
+func effectiveConfig(cfg event.Config, caps model.Caps) (event.Config, *event.AdapterDefaults) {
+	var d event.AdapterDefaults
+	if cfg.ReasoningEffort == "" && caps.DefaultEffort != "" {
+		cfg.ReasoningEffort, d.ReasoningEffort = caps.DefaultEffort, true
+	}
+	if cfg.MaxTokens == 0 && caps.DefaultMaxTokens > 0 {
+		cfg.MaxTokens, d.MaxTokens = caps.DefaultMaxTokens, true
+	}
+	if d == (event.AdapterDefaults{}) {
+		return cfg, nil
+	}
+	return cfg, &d
+}
+
 // runStep makes one model call (with retries) and runs the tools it asked
 // for. A non-nil turnEnd ends the turn; an error is a failure to record.
 func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetector) (*turnEnd, error) {
@@ -196,7 +219,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if err != nil {
 		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: errorInfo(err)}}, nil
 	}
-	req, err := s.request(cfg)
+	req, err := s.request(cfg, prov.Caps(cfg.Model))
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +229,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if onDelta == nil {
 		onDelta = func(model.Delta) {}
 	}
+	chunks := s.newChunkStream(turn, step, onDelta)
 
 	var resp *model.Response
 	for attempt := 0; ; attempt++ {
@@ -213,13 +237,17 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			return &turnEnd{abortedReason(ctx)}, nil
 		}
 		req.Attempt = attempt
-		resp, err = prov.Stream(ctx, req, onDelta)
+		chunks.reset()
+		resp, err = prov.Stream(ctx, req, chunks.delta)
 		if err == nil {
 			break
 		}
 		info := errorInfo(err)
 		if ctx.Err() != nil {
 			info = &event.ErrorInfo{Message: "the request was cancelled", Code: string(model.ClassAborted)}
+		}
+		if cerr := chunks.fail(info, ctx.Err() != nil); cerr != nil {
+			return nil, cerr
 		}
 		att := event.AssistantAttempt{Turn: turn, Step: step, Attempt: attempt, Error: info}
 		var failed *model.Error
@@ -263,10 +291,16 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if content == nil {
 		content = []event.ContentBlock{}
 	}
+	srcSeqs, err := chunks.complete(resp, calls)
+	if err != nil {
+		return nil, err
+	}
 	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
 			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
-	if _, err := s.emit(event.TypeAssistantMessage, am); err != nil {
+	amEv := event.New(event.TypeAssistantMessage, am)
+	amEv.SourceEventSeqs = srcSeqs
+	if _, err := s.commitWith(amEv, am); err != nil {
 		return nil, err
 	}
 
@@ -283,22 +317,25 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		}
 		return end, nil
 	}
+	callSeqs := make(map[string]int64, len(calls))
 	for _, c := range calls {
-		if _, err := s.emit(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}); err != nil {
+		ev, err := s.emit(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		if err != nil {
 			return nil, err
 		}
+		callSeqs[c.ID] = ev.Seq
 	}
 	if end != nil {
 		// The response was cut: its calls may be truncated. Never run them.
 		for _, c := range calls {
 			r := outcome{res: tool.ErrorResult("not run: the response was cut off before the call was complete"), code: event.ToolAbortedBeforeDispatch}
-			if err := s.commitResult(turn, step, c, r); err != nil {
+			if err := s.commitResult(turn, step, c, r, callSeqs[c.ID]); err != nil {
 				return nil, err
 			}
 		}
 		return end, nil
 	}
-	if err := s.runTools(ctx, turn, step, calls, cfg, prov, loop); err != nil {
+	if err := s.runTools(ctx, turn, step, calls, callSeqs, cfg, prov, loop); err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
@@ -325,7 +362,7 @@ type prepared struct {
 	out  *outcome // set when the call is decided without running
 }
 
-func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.ToolCall, cfg event.Config, prov model.Provider, loop *loopDetector) error {
+func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.ToolCall, callSeqs map[string]int64, cfg event.Config, prov model.Provider, loop *loopDetector) error {
 	caps := prov.Caps(cfg.Model)
 	sigs := make([]string, 0, len(calls))
 	for i := 0; i < len(calls); {
@@ -357,7 +394,7 @@ func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.To
 		}
 		wg.Wait()
 		for _, p := range batch {
-			if err := s.commitResult(turn, step, p.call, *p.out); err != nil {
+			if err := s.commitResult(turn, step, p.call, *p.out, callSeqs[p.call.ID]); err != nil {
 				return err
 			}
 			sigs = append(sigs, signature(p.call, *p.out))
@@ -461,8 +498,9 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 }
 
 // commitResult records a call's result (execute has already fitted it to
-// the output budget).
-func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) error {
+// the output budget). Its sourceEventSeqs name the call's tool/call event
+// (callSeq), as the original's do.
+func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome, callSeq int64) error {
 	content := o.res.Content
 	if content == nil {
 		content = []event.ContentBlock{}
@@ -479,7 +517,9 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome) erro
 			tr.Meta = raw
 		}
 	}
-	_, err := s.emit(event.TypeToolResult, tr)
+	ev := event.New(event.TypeToolResult, tr)
+	ev.SourceEventSeqs = []int64{callSeq}
+	_, err := s.commitWith(ev, tr)
 	return err
 }
 

@@ -156,7 +156,7 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		if d, err := payloadOf[event.RequestHeader](ev, payload); err == nil {
 			s.hdrSeen = true
 			s.header0 = d.Header.System
-			s.lastHdr = d.Header.Config
+			s.lastHdr = d.RequestedConfig()
 		}
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {

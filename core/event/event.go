@@ -23,6 +23,10 @@ const (
 	TypeUserMessage      = "user/message"
 	TypeAssistantMessage = "assistant/message"
 	TypeAssistantAttempt = "assistant/attempt"
+	// TypeAssistantChunk is one live fragment of a model call (the
+	// original's StreamChunk): appended to the log without fsync, forwarded
+	// by the SDK door, never folded into the conversation the model sees.
+	TypeAssistantChunk = "assistant/chunk"
 	TypeToolCall         = "tool/call"
 	TypeToolResult       = "tool/result"
 	TypeRequestHeader    = "request/header"
@@ -47,7 +51,7 @@ var known = map[string]bool{
 	TypeToolCall: true, TypeToolResult: true, TypeRequestHeader: true, TypeRequestContext: true,
 	TypeInboxSpliced: true, TypeSessionTitle: true, TypeTodoWrite: true, TypeSessionEndSeed: true,
 	TypeSubagentStart: true, TypeSubagentEnd: true, TypePermissionDecision: true, TypeConfigChange: true,
-	"assistant/chunk": true, // v0.1.1 logs; carried through, never written by us
+	TypeAssistantChunk: true,
 }
 
 // Known reports whether t is an event type this runtime understands.

@@ -337,13 +337,41 @@ type Config struct {
 // RequestHeader is the payload of request/header: the stable part of every
 // model request (system prompt and tools), recorded when it is first used
 // and whenever it changes.
+//
+// Config holds the effective values sent to the provider: a reasoning
+// effort or output cap the session left to the provider is filled in with
+// the provider's default and flagged in AdapterDefaults, as the original
+// records it. RequestedConfig undoes that fill.
 type RequestHeader struct {
 	Header struct {
-		Config Config          `json:"config"`
-		System string          `json:"system,omitempty"`
-		Tools  json.RawMessage `json:"tools,omitempty"`
+		Config          Config           `json:"config"`
+		AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitempty"`
+		System          string           `json:"system,omitempty"`
+		Tools           json.RawMessage  `json:"tools,omitempty"`
 	} `json:"header"`
 	Reason string `json:"reason"` // initial | resume | change
+}
+
+// AdapterDefaults flags the fields of a request/header config that are the
+// provider's defaults rather than the session's own setting.
+type AdapterDefaults struct {
+	ReasoningEffort bool `json:"reasoningEffort,omitempty"`
+	MaxTokens       bool `json:"maxTokens,omitempty"`
+}
+
+// RequestedConfig is the session's own config behind a header: the
+// provider defaults flagged in AdapterDefaults are cleared again.
+func (h RequestHeader) RequestedConfig() Config {
+	c := h.Header.Config
+	if d := h.Header.AdapterDefaults; d != nil {
+		if d.ReasoningEffort {
+			c.ReasoningEffort = ""
+		}
+		if d.MaxTokens {
+			c.MaxTokens = 0
+		}
+	}
+	return c
 }
 
 // RequestContext is the payload of request/context.
@@ -363,10 +391,17 @@ type InboxSpliced struct {
 	Outcome      string    `json:"outcome,omitempty"`
 }
 
-// SessionTitle is the payload of session/title.
+// SessionTitle is the payload of session/title. MessageSeqs are the seqs of
+// the user messages the title was made from; Source says how (the
+// original's "fallback" is a title cut from the first prompt's text).
 type SessionTitle struct {
-	Title string `json:"title"`
+	Title       string    `json:"title"`
+	MessageSeqs []int64   `json:"messageSeqs,omitempty"`
+	Source      *KindOnly `json:"source,omitempty"`
 }
+
+// TitleFallback is the source kind of a title cut from the prompt's text.
+const TitleFallback = "fallback"
 
 // Todo is one entry of a todo list.
 type Todo struct {
@@ -415,4 +450,57 @@ type PermissionDecision struct {
 type ConfigChange struct {
 	Config         Config `json:"config"`
 	PermissionMode string `json:"permissionMode,omitempty"`
+}
+
+// Chunk types of an assistant/chunk, in the order a model call streams
+// them: a block-start before a block's first delta, deltas, then (once the
+// call is complete) a block-end per block in index order, usage, finish.
+const (
+	ChunkBlockStart     = "block-start"
+	ChunkReasoningDelta = "reasoning-delta"
+	ChunkTextDelta      = "text-delta"
+	ChunkToolCallDelta  = "tool-call-delta"
+	ChunkBlockEnd       = "block-end"
+	ChunkUsage          = "usage"
+	ChunkFinish         = "finish"
+)
+
+// Finish kinds of a finish chunk (the original's set, plus refusal for a
+// provider's content filter, as turn/end has it).
+const (
+	FinishStop      = "stop"
+	FinishToolCalls = "tool-calls"
+	FinishMaxTokens = "max-tokens"
+	FinishAborted   = "aborted"
+	FinishError     = "error"
+	FinishRefusal   = "refusal"
+)
+
+// AssistantChunk is the payload of assistant/chunk.
+type AssistantChunk struct {
+	Turn  int   `json:"turn"`
+	Step  int   `json:"step"`
+	Chunk Chunk `json:"chunk"`
+}
+
+// Chunk is one StreamChunk: a tagged union kept as one struct whose fields
+// are set only for the types that carry them (Index is a pointer because
+// block 0 is an index too, and usage and finish have none).
+type Chunk struct {
+	Type           string        `json:"type"`
+	Index          *int          `json:"index,omitempty"`
+	BlockType      string        `json:"blockType,omitempty"`
+	Text           *string       `json:"text,omitempty"`
+	ID             string        `json:"id,omitempty"`
+	Name           string        `json:"name,omitempty"`
+	ArgumentsDelta *string       `json:"argumentsDelta,omitempty"`
+	Block          *ContentBlock `json:"block,omitempty"`
+	Usage          *Usage        `json:"usage,omitempty"`
+	Reason         *FinishReason `json:"reason,omitempty"`
+}
+
+// FinishReason is why a model call ended; Failure is set for error.
+type FinishReason struct {
+	Kind    string     `json:"kind"`
+	Failure *ErrorInfo `json:"failure,omitempty"`
 }

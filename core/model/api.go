@@ -83,8 +83,9 @@ const (
 	DeltaKeepAlive
 )
 
-// Delta is a live fragment of a streaming response. Deltas are never
-// persisted; they feed progress displays only.
+// Delta is a live fragment of a streaming response. The loop records them
+// as assistant/chunk events (never part of the conversation) and hands them
+// to a door's progress display.
 type Delta struct {
 	Kind  DeltaKind
 	Index int
@@ -92,6 +93,9 @@ type Delta struct {
 	// Name is the tool name on the first fragment of a DeltaToolCall
 	// (servers send it once), "" otherwise.
 	Name string
+	// ID is the call id of a DeltaToolCall, once the provider has sent it
+	// ("" before, and from servers that send none).
+	ID string
 }
 
 // Caps is what a provider says about a model.

@@ -367,7 +367,7 @@ func (s *streamState) toolCall(d *wireToolCallDelta) {
 		acc.name = d.Function.Name
 	}
 	acc.args.WriteString(d.Function.Arguments)
-	s.onDelta(Delta{Kind: DeltaToolCall, Index: idx, Name: d.Function.Name, Text: d.Function.Arguments})
+	s.onDelta(Delta{Kind: DeltaToolCall, Index: idx, Name: d.Function.Name, Text: d.Function.Arguments, ID: acc.id})
 }
 
 func convertUsage(w *wireUsage) *event.Usage {

@@ -385,6 +385,7 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 		if id == "" {
 			id = fmt.Sprintf("call_%d_%d", n, i)
 		}
+		e.id = id
 		if err := e.emit(DeltaToolCall, i, tc.Name, args); err != nil {
 			return nil, err
 		}
@@ -438,6 +439,7 @@ type scriptEmitter struct {
 	gap     int // ms between deltas
 	chunk   int // runes per delta, 0 = whole
 	started bool
+	id      string // call id of the tool call being emitted
 }
 
 func (e *scriptEmitter) wait(ms int) error {
@@ -484,6 +486,9 @@ func (e *scriptEmitter) emit(kind DeltaKind, index int, name, text string) error
 		}
 		e.started = true
 		d := Delta{Kind: kind, Index: index, Text: piece}
+		if kind == DeltaToolCall {
+			d.ID = e.id
+		}
 		if first {
 			d.Name = name
 		}

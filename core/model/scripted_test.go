@@ -152,7 +152,7 @@ func TestScriptedChunksAndDelays(t *testing.T) {
 	}
 	want := []Delta{{Kind: DeltaReasoning, Text: "ab"}, {Kind: DeltaReasoning, Text: "cd"}, {Kind: DeltaReasoning, Text: "e"},
 		{Kind: DeltaText, Text: "✓✓"}, {Kind: DeltaText, Text: "✓"},
-		{Kind: DeltaToolCall, Text: "{}", Name: "bash"}}
+		{Kind: DeltaToolCall, Text: "{}", Name: "bash", ID: "call_0_0"}}
 	if fmt.Sprint(log.deltas) != fmt.Sprint(want) {
 		t.Fatalf("deltas %+v", log.deltas)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-dev/dsh/core/event"
 )
@@ -43,6 +44,8 @@ type Log struct {
 	closeErr  error
 
 	noSync bool // benchmarks only: see Store.WithoutSync
+
+	syncs atomic.Int64 // fsyncs issued by the writer, for tests and benchmarks
 }
 
 // request is one unit of work for the writer: a record to write, or (rec
@@ -133,6 +136,11 @@ func encodeRecord(ev event.Event) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// Syncs returns how many group-commit fsyncs the writer has issued: what
+// shows that records which are not commit points (assistant/chunk) cost
+// no fsync of their own.
+func (l *Log) Syncs() int64 { return l.syncs.Load() }
+
 // Sync fsyncs everything appended so far.
 func (l *Log) Sync() error {
 	done := make(chan error, 1)
@@ -213,6 +221,7 @@ func (l *Log) commit(batch []request) {
 		needSync = needSync || r.sync
 	}
 	if l.failed == nil && needSync && !l.noSync {
+		l.syncs.Add(1)
 		if err := l.f.Sync(); err != nil {
 			l.failed = fmt.Errorf("store: fsync %s: %w", l.path, err)
 		}
