@@ -27,14 +27,14 @@ const (
 	// original's StreamChunk): appended to the log without fsync, forwarded
 	// by the SDK door, never folded into the conversation the model sees.
 	TypeAssistantChunk = "assistant/chunk"
-	TypeToolCall         = "tool/call"
-	TypeToolResult       = "tool/result"
-	TypeRequestHeader    = "request/header"
-	TypeRequestContext   = "request/context"
-	TypeInboxSpliced     = "agent/inbox/spliced"
-	TypeSessionTitle     = "session/title"
-	TypeTodoWrite        = "todo/write"
-	TypeSessionEndSeed   = "session/end-seed"
+	TypeToolCall       = "tool/call"
+	TypeToolResult     = "tool/result"
+	TypeRequestHeader  = "request/header"
+	TypeRequestContext = "request/context"
+	TypeInboxSpliced   = "agent/inbox/spliced"
+	TypeSessionTitle   = "session/title"
+	TypeTodoWrite      = "todo/write"
+	TypeSessionEndSeed = "session/end-seed"
 	// Types of our own. They are marked ignorable when written, so a reader
 	// that does not know them (the original's) may skip them.
 	TypeSubagentStart      = "subagent/start"
