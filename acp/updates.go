@@ -299,7 +299,7 @@ func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.Raw
 	text := event.ResultText(r)
 	var content []sdk.ToolCallContent
 	switch {
-	case meta.Diff != nil && !r.IsError && diffSize(meta.Diff) <= maxDiffBytes:
+	case meta.Diff != nil && !r.IsError && !meta.Diff.Elided && diffSize(meta.Diff) <= maxDiffBytes:
 		d := meta.Diff
 		content = append(content, sdk.ToolCallContent{Diff: &sdk.ToolCallContentDiff{Path: d.Path, OldText: d.OldText, NewText: d.NewText, Type: "diff"}})
 	case meta.Diff != nil && !r.IsError:

@@ -319,11 +319,17 @@ type ToolMeta struct {
 }
 
 // Diff is a whole-file change: OldText nil means the file was created.
+// A change too large to carry whole is Elided: OldText and NewText are
+// left out (one huge edit must not be one huge event), and Unified (itself
+// bounded) and the hashes say what changed.
 type Diff struct {
-	Path    string  `json:"path"`
-	OldText *string `json:"oldText"`
-	NewText string  `json:"newText"`
-	Unified string  `json:"unified,omitempty"`
+	Path      string  `json:"path"`
+	OldText   *string `json:"oldText"`
+	NewText   string  `json:"newText"`
+	Unified   string  `json:"unified,omitempty"`
+	OldSHA256 string  `json:"oldSha256,omitempty"`
+	NewSHA256 string  `json:"newSha256,omitempty"`
+	Elided    bool    `json:"elided,omitempty"`
 }
 
 // Config is the model configuration of a session.

@@ -5,7 +5,7 @@ import "sort"
 // Builtins returns the built-in tools, sorted by name: bash, edit, glob,
 // grep, read, todo_write, write. A fresh slice each call.
 func Builtins() []Tool {
-	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{}})
+	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{}})
 }
 
 // Sort returns tools sorted by name (a new slice), so the tool list sent to

@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 
 	"github.com/dsh-dev/dsh/core/event"
 )
 
 const editSchema = `{"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file to change, absolute or relative to the working directory."},"old_string":{"type":"string","description":"The exact text to replace, including whitespace and indentation, as it appears in the file (without read's line-number prefixes). It must occur exactly once unless replace_all is true; include enough surrounding lines to make it unique."},"new_string":{"type":"string","description":"The text to put in its place. Must differ from old_string."},"replace_all":{"type":"boolean","description":"Replace every occurrence of old_string instead of exactly one. Default false."}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`
 
-const editDescription = `Replace exact text in a file. old_string must match the file exactly once (or set replace_all). You must have read the file in this session, and it must not have changed since; if it has, read it again. Returns a unified diff of the change.`
+const editDescription = `Replace text in a file. old_string must match exactly one place (or set replace_all). If it does not match exactly, edit retries with line endings normalised, then ignoring trailing whitespace, then ignoring a uniform difference of indentation (new_string is re-indented to match); a match must still be unique. On a miss the error shows the closest block of the file. You must have read the file in this session, and it must not have changed since; if it has, read it again. Returns a unified diff of the change.`
 
 type editTool struct{}
 
@@ -75,51 +73,40 @@ func (t editTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	shown := display(ws, p)
 	meta := &event.ToolMeta{Kind: "edit", Paths: []string{p}}
 	fail := func(msg string) Result { return withMeta(ErrorResult(msg), meta) }
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		return fail(fmt.Sprintf("%s is a directory, not a file", shown))
+	old, msg := loadForChange(ctx, env, p, shown, "edit")
+	if msg != "" {
+		return fail(msg)
 	}
-	files := filesOf(env)
-	data, err := files.ReadFile(ctx, p)
+	updated, n, how, err := applyEdit(old, editSpec{Old: *a.OldString, New: *a.NewString, ReplaceAll: a.ReplaceAll}, shown)
 	if err != nil {
-		return fail(fileError("edit", shown, err))
+		return fail(err.Error())
 	}
-	if env.Reads == nil {
-		return fail("internal error: this session does not track reads, so files cannot be edited safely")
-	}
-	if err := env.Reads.Check(p, data); err != nil {
-		return fail("edit refused: " + err.Error())
-	}
-	old := string(data)
-	oldStr, newStr := *a.OldString, *a.NewString
-	n := strings.Count(old, oldStr)
-	if n == 0 && strings.Contains(old, "\r\n") && !strings.Contains(oldStr, "\r\n") {
-		// A CRLF file and a model that writes "\n": match line endings.
-		crOld := strings.ReplaceAll(oldStr, "\n", "\r\n")
-		if c := strings.Count(old, crOld); c > 0 {
-			oldStr, newStr, n = crOld, strings.ReplaceAll(newStr, "\n", "\r\n"), c
+	return writeChange(ctx, env, p, shown, old, updated, meta, func(unified string) string {
+		word := "occurrence"
+		if n > 1 {
+			word = "occurrences"
 		}
+		note := ""
+		if how != matchExact {
+			note = " (matched with " + how + ")"
+		}
+		return fmt.Sprintf("Edited %s: replaced %d %s%s.\n\n%s", shown, n, word, note, unified)
+	})
+}
+
+// writeChange writes an edited file, records it as seen and answers with
+// the bounded diff; say words the result around the unified diff.
+func writeChange(ctx context.Context, env *Env, p, shown, old, updated string, meta *event.ToolMeta, say func(unified string) string) Result {
+	if updated == old {
+		return withMeta(ErrorResult(fmt.Sprintf("the edit leaves %s unchanged (the replacement equals the text it replaces); nothing was written", shown)), meta)
 	}
-	switch {
-	case n == 0:
-		return fail(fmt.Sprintf("old_string was not found in %s; it must match the file exactly, including whitespace and indentation (read the file again if unsure)", shown))
-	case n > 1 && !a.ReplaceAll:
-		return fail(fmt.Sprintf("old_string occurs %d times in %s; include more surrounding lines to make it unique, or set replace_all to replace every occurrence", n, shown))
-	}
-	var updated string
-	if a.ReplaceAll {
-		updated = strings.ReplaceAll(old, oldStr, newStr)
-	} else {
-		updated = strings.Replace(old, oldStr, newStr, 1)
-	}
-	if err := files.WriteFile(ctx, p, []byte(updated), 0o644); err != nil {
-		return fail(fileError("edit", shown, err))
+	if err := filesOf(env).WriteFile(ctx, p, []byte(updated), 0o644); err != nil {
+		return withMeta(ErrorResult(fileError("edit", shown, err)), meta)
 	}
 	env.Reads.Record(p, []byte(updated), modTimeOf(p))
 	unified := UnifiedDiff(shown, old, updated)
-	meta.Diff = &event.Diff{Path: p, OldText: &old, NewText: updated, Unified: unified}
-	word := "occurrence"
-	if n > 1 {
-		word = "occurrences"
-	}
-	return withMeta(TextResult(fmt.Sprintf("Edited %s: replaced %d %s.\n\n%s", shown, n, word, unified)), meta)
+	meta.Diff = diffOf(p, &old, updated, unified)
+	text, cut := FitText(env, say(unified))
+	meta.Truncated = cut
+	return withMeta(TextResult(text), meta)
 }

@@ -135,4 +135,5 @@ var (
 	tGrep  = grepTool{}
 	tBash  = bashTool{}
 	tTodo  = todoTool{}
+	tMulti = multiEditTool{}
 )

@@ -68,6 +68,9 @@ func (t writeTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resu
 	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 		return withMeta(ErrorResult(fmt.Sprintf("%s is a directory; write needs a file path", shown)), meta)
 	}
+	if msg := tooLarge(p, shown, "write"); msg != "" {
+		return withMeta(ErrorResult(msg), meta)
+	}
 	files := filesOf(env)
 	old, err := files.ReadFile(ctx, p)
 	exists := err == nil
@@ -90,21 +93,18 @@ func (t writeTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resu
 		env.Reads.Record(p, []byte(content), modTimeOf(p))
 	}
 	lines := lineCount(content)
-	diff := &event.Diff{Path: p, NewText: content}
 	var msg string
 	if exists {
 		o := string(old)
-		diff.OldText = &o
-		diff.Unified = UnifiedDiff(shown, o, content)
+		meta.Diff = diffOf(p, &o, content, UnifiedDiff(shown, o, content))
 		msg = fmt.Sprintf("Overwrote %s (%d lines).", shown, lines)
 		if o == content {
 			msg = fmt.Sprintf("Wrote %s (%d lines); the content was unchanged.", shown, lines)
 		}
 	} else {
-		diff.Unified = UnifiedDiff(shown, "", content)
+		meta.Diff = diffOf(p, nil, content, UnifiedDiff(shown, "", content))
 		msg = fmt.Sprintf("Created %s (%d lines).", shown, lines)
 	}
-	meta.Diff = diff
 	return withMeta(TextResult(msg), meta)
 }
 
