@@ -103,7 +103,7 @@ func TestChunksOfATextStep(t *testing.T) {
 	}
 	evs := s.Events()
 	got := strings.Join(chunkKinds(t, evs), " ")
-	want := "agent/inbox/spliced turn/start agent/inbox/spliced step/start user/message session/title request/header " +
+	want := "agent/inbox/spliced turn/start agent/inbox/spliced step/start context/environment user/message session/title request/header " +
 		"block-start[0] reasoning-delta[0] reasoning-delta[0] block-start[1] text-delta[1] text-delta[1] text-delta[1] " +
 		"block-end[0] block-end[1] usage finish assistant/message step/end turn/end"
 	if got != want {
@@ -127,7 +127,7 @@ func TestChunksOfATextStep(t *testing.T) {
 		case event.TypeSessionTitle:
 			var raw map[string]json.RawMessage
 			_ = json.Unmarshal(ev.Data, &raw)
-			if string(raw["messageSeqs"]) != "[4]" || string(raw["source"]) != `{"kind":"fallback"}` {
+			if string(raw["messageSeqs"]) != "[5]" || string(raw["source"]) != `{"kind":"fallback"}` {
 				t.Fatalf("session/title %s", ev.Data)
 			}
 		case event.TypeRequestHeader:
@@ -140,13 +140,13 @@ func TestChunksOfATextStep(t *testing.T) {
 		}
 	}
 	// Block-ends carry the blocks as committed; finish says why.
-	end1, _ := event.Decode[event.AssistantChunk](evs[15])
+	end1, _ := event.Decode[event.AssistantChunk](evs[16])
 	if b := end1.Chunk.Block; b == nil || b.Type != event.BlockText || b.Text != "ECHO: hi" {
-		t.Fatalf("block-end %s", evs[15].Data)
+		t.Fatalf("block-end %s", evs[16].Data)
 	}
-	fin, _ := event.Decode[event.AssistantChunk](evs[17])
+	fin, _ := event.Decode[event.AssistantChunk](evs[18])
 	if fin.Chunk.Reason == nil || fin.Chunk.Reason.Kind != event.FinishStop {
-		t.Fatalf("finish %s", evs[17].Data)
+		t.Fatalf("finish %s", evs[18].Data)
 	}
 
 	// The model never sees a chunk: the next turn's request holds the
@@ -154,7 +154,7 @@ func TestChunksOfATextStep(t *testing.T) {
 	// it shows are the provider's, not a config change).
 	run(t, s, "again")
 	msgs := p.reqs[1].Messages
-	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[2].Content != "ECHO: hi" || msgs[3].Content != "again" {
+	if len(msgs) != 5 || msgs[3].Role != "assistant" || msgs[3].Content != "ECHO: hi" || msgs[4].Content != "again" {
 		t.Fatalf("second request messages %+v", msgs)
 	}
 	headers := 0

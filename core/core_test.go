@@ -150,7 +150,7 @@ func TestTextTurn(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	got := strings.Join(types(s.Events()), ",")
-	want := "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,user/message,session/title,request/header," +
+	want := "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,context/environment,user/message,session/title,request/header," +
 		strings.Repeat("assistant/chunk,", 6) + "assistant/message,step/end,turn/end"
 	if got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
@@ -161,8 +161,11 @@ func TestTextTurn(t *testing.T) {
 		}
 	}
 	req := h.prov.requests()[0]
-	if req.Messages[0].Role != "system" || !strings.Contains(req.Messages[0].Content, h.cwd) || !strings.Contains(req.Messages[0].Content, "m1") {
-		t.Fatalf("system prompt lacks model or cwd: %q", req.Messages[0].Content)
+	if req.Messages[0].Role != "system" || strings.Contains(req.Messages[0].Content, h.cwd) || !strings.Contains(req.Messages[0].Content, "m1") {
+		t.Fatalf("system prompt lacks the model or holds the cwd: %q", req.Messages[0].Content)
+	}
+	if !model.IsContext(req.Messages[1]) || !strings.Contains(req.Messages[1].Content, "Working directory: "+h.cwd+"\n") {
+		t.Fatalf("context message: %q", req.Messages[1].Content)
 	}
 }
 
@@ -642,7 +645,7 @@ func TestResumeRequeuesUnclaimedPrompts(t *testing.T) {
 	}
 	var users []string
 	for _, m := range h.prov.requests()[0].Messages {
-		if m.Role == "user" {
+		if m.Role == "user" && !model.IsContext(m) {
 			users = append(users, m.Content)
 		}
 	}
@@ -708,7 +711,7 @@ func TestResumeRequeuesClaimedButUnrecordedPrompt(t *testing.T) {
 	run(t, s, "next")
 	var users []string
 	for _, m := range h.prov.requests()[0].Messages {
-		if m.Role == "user" {
+		if m.Role == "user" && !model.IsContext(m) {
 			users = append(users, m.Content)
 		}
 	}

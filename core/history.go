@@ -105,6 +105,13 @@ func (c *conversation) add(ev event.Event, payload any) {
 			}
 		}
 		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(m.Content)})
+	case event.TypeEnvironment:
+		env, err := payloadOf[event.Environment](ev, payload)
+		if err != nil {
+			return
+		}
+		c.closePending()
+		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(env.Message.Content)})
 	case event.TypeAssistantMessage:
 		var content []event.ContentBlock
 		var err error

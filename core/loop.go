@@ -94,6 +94,9 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: 1}); err != nil {
 		return fail(err)
 	}
+	if err := s.sendContext(ctx, turn); err != nil {
+		return fail(err)
+	}
 	var firstSeq int64
 	for i, t := range claimed {
 		ev, err := s.emit(event.TypeUserMessage, t.msg)
@@ -169,7 +172,11 @@ func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, er
 	system, seen, last := s.header0, s.hdrSeen, s.lastHdr
 	s.commitMu.Unlock()
 	if !seen || last != cfg {
-		system = s.rt.systemPrompt(cfg, s.header.Cwd)
+		// The recorded prompt is kept unless the model changed: a resumed
+		// session sends the bytes it always sent, even under a newer dsh.
+		if !seen || last.Model != cfg.Model {
+			system = s.rt.systemPrompt(cfg, s.header.Cwd, s.isChild())
+		}
 		h := event.RequestHeader{Reason: "initial"}
 		if seen {
 			h.Reason = "change"

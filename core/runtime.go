@@ -5,6 +5,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,12 @@ type Config struct {
 	// Persona overrides the first paragraph of the system prompt. It may use
 	// {{model}} and {{cwd}}.
 	Persona string
+	// UserInstructions is the user-level instruction file included in every
+	// context message before the project's own AGENTS.md files
+	// ($XDG_CONFIG_HOME/dsh/AGENTS.md; cmd sets it). "" reads none.
+	UserInstructions string
+	// Now is the clock of context messages (default time.Now).
+	Now func() time.Time
 	// Origin is recorded in the header of sessions this runtime creates.
 	Origin string
 	Logger *slog.Logger
@@ -115,6 +122,9 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Backoff == nil {
 		cfg.Backoff = model.Backoff
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Files == nil {
 		cfg.Files = tool.LocalFS()
 	}
@@ -154,7 +164,8 @@ func (r *Runtime) setTools(ts []tool.Tool) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		fmt.Fprintf(&b, `{"name":%q,"parameters":%s}`, t.Name(), t.Schema())
+		desc, _ := json.Marshal(t.Description())
+		fmt.Fprintf(&b, `{"name":%q,"description":%s,"parameters":%s}`, t.Name(), desc, t.Schema())
 	}
 	b.WriteByte(']')
 	r.toolsJSON = []byte(b.String())

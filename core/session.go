@@ -40,6 +40,9 @@ type Session struct {
 	commitMu sync.Mutex
 	history  []event.Event
 	conv     conversation // model-facing history, kept in step with history
+	// envFacts are the facts of the last context message (nil before the
+	// first), so a later turn sends one only when a fact changed.
+	envFacts *event.EnvFacts
 
 	mu       sync.Mutex
 	cfg      event.Config
@@ -157,6 +160,10 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.hdrSeen = true
 			s.header0 = d.Header.System
 			s.lastHdr = d.RequestedConfig()
+		}
+	case event.TypeEnvironment:
+		if d, err := payloadOf[event.Environment](ev, payload); err == nil {
+			s.envFacts = &d.Facts
 		}
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {

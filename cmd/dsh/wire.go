@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -95,8 +96,11 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		PermissionMode: permission.Mode(s.PermissionMode),
 		Tools:          tool.Builtins(),
 		StepCap:        s.StepCap,
-		Origin:         origin,
-		Logger:         logger,
+		// The user's own AGENTS.md, put before the project's in every
+		// context message.
+		UserInstructions: userInstructions(),
+		Origin:           origin,
+		Logger:           logger,
 	})
 	if err != nil {
 		return nil, err
@@ -163,4 +167,14 @@ func shutdownRuntime(rt *runtime) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
+}
+
+// userInstructions is the user-level instruction file,
+// $XDG_CONFIG_HOME/dsh/AGENTS.md (~/.config/dsh/AGENTS.md), or "".
+func userInstructions() string {
+	dir := configHome()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "dsh", "AGENTS.md")
 }

@@ -41,6 +41,10 @@ const (
 	TypeSubagentEnd        = "subagent/end"
 	TypePermissionDecision = "permission/decision"
 	TypeConfigChange       = "session/config"
+	// TypeEnvironment is the runtime's context message: environment facts
+	// and project instructions, a user-role message the model sees before
+	// the prompt it accompanies (never shown as the user's words).
+	TypeEnvironment = "context/environment"
 )
 
 // known lists every type this package can decode. A log containing another
@@ -52,6 +56,7 @@ var known = map[string]bool{
 	TypeInboxSpliced: true, TypeSessionTitle: true, TypeTodoWrite: true, TypeSessionEndSeed: true,
 	TypeSubagentStart: true, TypeSubagentEnd: true, TypePermissionDecision: true, TypeConfigChange: true,
 	TypeAssistantChunk: true,
+	TypeEnvironment:    true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -86,7 +91,7 @@ func New(typ string, data any) Event {
 	switch typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
-	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange:
+	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeEnvironment:
 		ev.Ignorable = true
 	}
 	return ev

@@ -380,6 +380,48 @@ func (h RequestHeader) RequestedConfig() Config {
 	return c
 }
 
+// Environment is the payload of context/environment: the facts the
+// runtime told the model before a prompt, and the message that told it.
+// Message is a user-role message whose text starts with the context tag
+// (model.ContextTag). A later one is recorded only when a fact in Facts
+// changed; Changed names which.
+type Environment struct {
+	Turn    int      `json:"turn"`
+	Reason  string   `json:"reason"` // initial | changed
+	Changed []string `json:"changed,omitempty"`
+	Facts   EnvFacts `json:"facts"`
+	Message Message  `json:"message"`
+}
+
+// EnvFacts are the environment facts of a context message.
+type EnvFacts struct {
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Shell    string `json:"shell"`
+	Date     string `json:"date"` // YYYY-MM-DD in TimeZone
+	TimeZone string `json:"timeZone"`
+	Cwd      string `json:"cwd"`
+	// GitRoot is empty outside a git repository.
+	GitRoot   string `json:"gitRoot,omitempty"`
+	GitBranch string `json:"gitBranch,omitempty"`
+	// GitStatus is a short summary ("clean", "3 changed, 1 untracked");
+	// it is reported, but a change of it alone is not a reason to send a
+	// new context message (the agent's own edits change it every turn).
+	GitStatus    string            `json:"gitStatus,omitempty"`
+	Instructions []InstructionFile `json:"instructions,omitempty"`
+}
+
+// InstructionFile is a project-instruction file included in a context
+// message.
+type InstructionFile struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	// Shown is how many of its bytes the message holds (the total is
+	// bounded); equal to Bytes when it is whole.
+	Shown int64 `json:"shown"`
+}
+
 // RequestContext is the payload of request/context.
 type RequestContext struct {
 	Provider      string `json:"provider"`

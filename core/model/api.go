@@ -7,6 +7,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
@@ -27,6 +28,19 @@ type Message struct {
 	Reasoning  string
 	ToolCalls  []ToolCall
 	ToolCallID string // role tool
+}
+
+// ContextTag opens the text of the runtime's context message: a user-role
+// message holding environment facts and project instructions, written by
+// dsh rather than typed by the user. Providers that choose what to do by
+// the first user message (the scripted provider, the fake test server)
+// skip messages that start with it, so the user's own first prompt still
+// decides.
+const ContextTag = "<dsh-context>"
+
+// IsContext reports whether m is a runtime context message.
+func IsContext(m Message) bool {
+	return m.Role == "user" && strings.HasPrefix(m.Content, ContextTag)
 }
 
 // Image is image input for a user message.

@@ -34,11 +34,13 @@ const (
 
 // DeepSeekDefaultMaxTokens is the max_tokens we send to DeepSeek when the
 // request does not say. DeepSeek's own default changed across model
-// generations (spec §1.2: always set it), and its V4 ceiling of 384K output
-// tokens would let one runaway step cost a fortune; 32768 is enough for any
-// single coding step (a large file write included) and is overridable with
-// --max-tokens.
-const DeepSeekDefaultMaxTokens = 32768
+// generations (spec §1.2: always set it). Thinking tokens count toward the
+// cap, so a small one cuts a hard step off mid-thought or mid-tool-call;
+// the V4 models allow 384K output tokens, and the original harness sends
+// 256,000, which leaves room for long reasoning plus a large write. The
+// cap bounds a runaway step, it is not a budget: --max-tokens and the
+// config file's maxTokens override it.
+const DeepSeekDefaultMaxTokens = 256_000
 
 // New builds the named provider. It reads no environment: the caller (cmd)
 // fills Options from flags and environment, so tests never depend on the

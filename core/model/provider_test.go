@@ -76,7 +76,7 @@ func TestCaps(t *testing.T) {
 	for model, images := range map[string]bool{"deepseek-flash": true, "deepseek-v4-flash": true,
 		"deepseek-v4-flash-0917": true, "deepseek-v4-pro": false, "some-future-model": false} {
 		c := ds.Caps(model)
-		if c.Images != images || c.DefaultEffort != "high" || c.DefaultMaxTokens != 32768 || c.ContextWindow != 1_000_000 {
+		if c.Images != images || c.DefaultEffort != "high" || c.DefaultMaxTokens != 256000 || c.ContextWindow != 1_000_000 {
 			t.Errorf("%s: %+v", model, c)
 		}
 	}

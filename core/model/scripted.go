@@ -299,7 +299,7 @@ func (p *scripted) Caps(string) Caps {
 func (p *scripted) pick(req *Request) ([]ScriptStep, string, string, error) {
 	first := ""
 	for _, m := range req.Messages {
-		if m.Role == "user" {
+		if m.Role == "user" && !IsContext(m) {
 			first = m.Content
 			break
 		}

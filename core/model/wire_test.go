@@ -33,7 +33,7 @@ const wantDeepSeekBody = `{"model":"deepseek-flash","messages":[` +
 	`{"role":"assistant","content":"Two files.","reasoning_content":""},` +
 	`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}` +
 	`],"tools":[{"type":"function","function":{"name":"bash","description":"Run a command.","parameters":{` + "\n" + `  "type": "object"` + "\n" + `}}}],` +
-	`"max_tokens":32768,"thinking":{"type":"enabled"},"reasoning_effort":"high","stream":true,"stream_options":{"include_usage":true}}`
+	`"max_tokens":256000,"thinking":{"type":"enabled"},"reasoning_effort":"high","stream":true,"stream_options":{"include_usage":true}}`
 
 func deepseekBody(t *testing.T, req *Request) []byte {
 	t.Helper()

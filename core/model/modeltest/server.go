@@ -558,7 +558,7 @@ func (r *Request) decode() error {
 		if m.Role == "system" && sys == nil && first == nil {
 			sys = m.Content
 		}
-		if m.Role == "user" && first == nil {
+		if m.Role == "user" && first == nil && !strings.HasPrefix(m.Text(), ContextTag) {
 			first = m.Content
 			r.FirstUser = m.Text()
 		}
@@ -566,6 +566,14 @@ func (r *Request) decode() error {
 	r.Conversation = string(sys) + "\x00" + string(first)
 	return nil
 }
+
+// ContextTag opens the text of dsh's context message (environment facts
+// and project instructions, sent as a user message before the first
+// prompt). A conversation is keyed by the user's own first message, so the
+// context message is skipped. It equals model.ContextTag (a core test
+// checks); it is repeated here because this package checks wire bytes and
+// imports none of our types.
+const ContextTag = "<dsh-context>"
 
 func shorten(s string, n int) string {
 	if len(s) <= n {
