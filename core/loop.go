@@ -261,15 +261,21 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		if errors.As(err, &failed) {
 			att.Usage = failed.Usage
 		}
+		var me *model.Error
+		retry := ctx.Err() == nil && errors.As(err, &me) && me.Retryable() && attempt < maxRetries
+		var wait time.Duration
+		if retry {
+			wait = s.rt.cfg.Backoff(attempt, me.RetryAfter)
+			ms := wait.Milliseconds()
+			att.RetryInMs = &ms
+		}
 		if _, cerr := s.emit(event.TypeAssistantAttempt, att); cerr != nil {
 			return nil, cerr
 		}
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
 		}
-		var me *model.Error
-		if errors.As(err, &me) && me.Retryable() && attempt < maxRetries {
-			wait := s.rt.cfg.Backoff(attempt, me.RetryAfter)
+		if retry {
 			select {
 			case <-time.After(wait):
 				continue

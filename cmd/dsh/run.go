@@ -10,8 +10,9 @@ import (
 	"github.com/dsh-dev/dsh/cmd/internal/headless"
 )
 
-const offlineHint = `to try dsh offline, use the scripted provider and the example script in the repo:
-  dsh run --provider scripted --script examples/hello.json "say hello"`
+const offlineHint = `to try dsh offline, use the scripted provider with a one-step script:
+  echo '[{"text": "Hello from the scripted provider."}]' > hello.json
+  dsh run --provider scripted --script hello.json "say hello"`
 
 func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("dsh run", flag.ContinueOnError)
@@ -28,9 +29,10 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [--session-id ID] [TASK...|-]   (alias: dsh --profile headless)\n\n"+
-				"The task is the joined words, or stdin when there are none or the only word is -.\n"+
-				"Exit status: 0 when the turn completed, 1 otherwise, 2 for usage errors.\n\nFlags:\n")
+			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [-c | --session-id ID] [TASK...|-]   (alias: dsh --profile headless)\n\n"+
+				"Perform one task and exit. The task is the joined words, or stdin when there are none or the only word is -.\n"+
+				"Plain runs show progress on stderr and the answer on stdout; --json writes run events to stdout.\n"+
+				"Exit status: 0 when the turn completed, 1 otherwise, 2 for usage errors, 130 after Ctrl-C.\n\nFlags:\n")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			fmt.Fprint(stdout, "\n"+envDoc)
@@ -62,12 +64,21 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageFail(err.Error())
 	}
-	ctx, _, stop := signalContext()
+	ctx, sigCode, stop := signalContext()
 	defer stop()
-	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet, Task: task,
-		Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint})
+	errTTY := false
+	if f, ok := stderr.(*os.File); ok {
+		errTTY = headless.IsTerminal(f)
+	}
+	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet,
+		Continue: rf.Continue, Task: task, Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
+		Progress: headless.ProgressOptions{TTY: errTTY, Color: errTTY && os.Getenv("NO_COLOR") == "", Quiet: rf.Quiet}})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)
+	}
+	// Ctrl-C ends the turn aborted (recorded), then exits as shells expect.
+	if c := sigCode(); c != 0 {
+		return c
 	}
 	return code
 }

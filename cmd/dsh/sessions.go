@@ -288,8 +288,7 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // Limits of the transcript: tool traffic and reasoning are abbreviated,
 // user and assistant text is shown whole.
 const (
-	maxArgs        = 200
-	maxResultLines = 8
+	maxArgs        = 120
 	maxLineRunes   = 160
 	maxReasoning   = 1200
 )
@@ -310,8 +309,14 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 	}
 	field("events", strconv.Itoa(len(events)))
 
+	calls := map[string]event.ToolCall{}
+	var usage turnUsage
 	for _, ev := range events {
 		switch ev.Type {
+		case event.TypeToolCall:
+			if d, err := event.Decode[event.ToolCall](ev); err == nil {
+				calls[d.CallID] = d
+			}
 		case event.TypeTurnStart:
 			if d, err := event.Decode[event.TurnStart](ev); err == nil {
 				fmt.Fprintf(w, "\n── turn %d ──\n", d.Turn)
@@ -323,6 +328,7 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 		case event.TypeAssistantMessage:
 			if d, err := event.Decode[event.AssistantMessage](ev); err == nil {
 				writeContent(w, "assistant", d.Message.Content)
+				usage.add(d.Usage)
 				if d.Interrupted {
 					fmt.Fprintln(w, "  (answer interrupted)")
 				}
@@ -333,7 +339,7 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 			}
 		case event.TypeToolResult:
 			if d, err := event.Decode[event.ToolResult](ev); err == nil {
-				writeResult(w, d)
+				writeResult(w, calls[d.Result().ToolCallID], d)
 			}
 		case event.TypeSessionTitle:
 			if d, err := event.Decode[event.SessionTitle](ev); err == nil {
@@ -377,7 +383,8 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 			}
 		case event.TypeTurnEnd:
 			if d, err := event.Decode[event.TurnEnd](ev); err == nil {
-				fmt.Fprintf(w, "turn %d ended: %s\n", d.Turn, reasonText(d.Reason))
+				fmt.Fprintf(w, "turn %d ended: %s%s\n", d.Turn, reasonText(d.Reason), usage.String())
+				usage = turnUsage{}
 			}
 		}
 		// Step boundaries, tool/call (shown from the assistant message),
@@ -414,14 +421,13 @@ func writeContent(w io.Writer, who string, content []event.ContentBlock) {
 			} else {
 				fmt.Fprintf(w, "%s: [image]\n", who)
 			}
-		case event.BlockToolCall:
-			fmt.Fprintf(w, "→ tool %s (%s): %s\n", printable(b.Name), printable(b.ID),
-				abbreviate(oneLine(b.Arguments), maxArgs))
 		}
+		// Tool calls are shown with their results, one line each.
 	}
 }
 
-func writeResult(w io.Writer, d event.ToolResult) {
+// writeResult shows a tool call and how it ended on one line.
+func writeResult(w io.Writer, call event.ToolCall, d event.ToolResult) {
 	b := d.Result()
 	status := "ok"
 	if b.IsError {
@@ -430,21 +436,51 @@ func writeResult(w io.Writer, d event.ToolResult) {
 			status += " " + d.Error.Code
 		}
 	}
+	name := call.Name
+	if name == "" {
+		name = "tool"
+	}
 	text := strings.TrimRight(event.JoinText(b.Content), "\n")
-	lines := strings.Split(text, "\n")
-	fmt.Fprintf(w, "← result (%s) [%s]", printable(b.ToolCallID), status)
-	if text == "" {
+	first, _, _ := strings.Cut(text, "\n")
+	lines := 0
+	if text != "" {
+		lines = strings.Count(text, "\n") + 1
+	}
+	fmt.Fprintf(w, "→ %s %s → %s", printable(name), abbreviate(oneLine(call.Arguments), maxArgs), status)
+	switch {
+	case b.IsError && first != "":
+		fmt.Fprintf(w, ": %s\n", abbreviate(oneLine(first), maxLineRunes))
+	case lines > 0:
+		fmt.Fprintf(w, " (%d lines)\n", lines)
+	default:
 		fmt.Fprintln(w)
+	}
+}
+
+// turnUsage sums the token usage of a turn's model calls.
+type turnUsage struct {
+	prompt, cached, output int64
+	known                  bool
+}
+
+func (u *turnUsage) add(x *event.Usage) {
+	if x == nil {
 		return
 	}
-	fmt.Fprintln(w, ":")
-	for i, line := range lines {
-		if i == maxResultLines {
-			fmt.Fprintf(w, "  … %d more lines\n", len(lines)-i)
-			break
-		}
-		fmt.Fprintf(w, "  %s\n", abbreviate(line, maxLineRunes))
+	u.known = true
+	u.prompt += x.InputTokens
+	u.output += x.OutputTokens
+	if x.CacheReadTokens != nil {
+		u.cached += *x.CacheReadTokens
+		u.prompt += *x.CacheReadTokens
 	}
+}
+
+func (u turnUsage) String() string {
+	if !u.known {
+		return ""
+	}
+	return fmt.Sprintf(" · tokens %d prompt (%d cached), %d output", u.prompt, u.cached, u.output)
 }
 
 // indent continues a multi-line text under its label.

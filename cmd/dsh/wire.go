@@ -82,6 +82,7 @@ func providerOptions(s Settings, name string) model.Options {
 type runtime struct {
 	*core.Runtime
 	gateway *subagent.Registry
+	stopLog func()
 }
 
 // buildRuntime wires a core runtime from settings, with the subagent tool.
@@ -126,7 +127,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	}
 	reg.SetDshEnv(childEnv)
 	rt.RegisterTool(subagent.NewTool(rt, reg))
-	return &runtime{Runtime: rt, gateway: reg}, nil
+	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger)}, nil
 }
 
 // parseCommon parses a command's flags (shared settings plus extra) in the
@@ -166,6 +167,7 @@ func parseCommon(name, synopsis, what string, args []string, stderr, stdout io.W
 func shutdownRuntime(rt *runtime) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
+	defer rt.stopLog()
 	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
 }
 

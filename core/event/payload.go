@@ -259,6 +259,9 @@ type AssistantAttempt struct {
 	Attempt int        `json:"attempt"`
 	Error   *ErrorInfo `json:"error,omitempty"`
 	Usage   *Usage     `json:"usage,omitempty"`
+	// RetryInMs (ours) is the wait before the next attempt when this one
+	// is retried; absent when the step gives up.
+	RetryInMs *int64 `json:"retryInMs,omitempty"`
 }
 
 // ToolCall is the payload of tool/call.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dsh-dev/dsh/core"
@@ -32,6 +31,10 @@ type Options struct {
 	Logger *slog.Logger
 	// OfflineHint is printed after a missing-credential error.
 	OfflineHint string
+	// Continue adopts the most recent session of the cwd.
+	Continue bool
+	// Progress configures the default mode's stderr view.
+	Progress ProgressOptions
 }
 
 // Run performs one task in a new or adopted session and returns the exit
@@ -74,54 +77,27 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		return fail(msg)
 	}
 
-	// Default mode streams live reasoning to stderr under one header line;
-	// the block ends with a newline once anything else arrives.
-	var rmu sync.Mutex
-	inReasoning, headed := false, false
-	endReasoning := func() {
-		rmu.Lock()
-		defer rmu.Unlock()
-		if inReasoning {
-			fmt.Fprint(o.Stderr, "\n")
-			inReasoning = false
-		}
-	}
+	var prog *Progress
+	deltas := make(chan model.Delta)
+	quit := make(chan struct{})
+	defer close(quit)
 	opts := core.SessionOptions{Cwd: cwd, Origin: "run"}
 	if proj == nil {
+		prog = NewProgress(o.Stderr, o.Progress)
+		// Deltas go through the projection loop below, so a reasoning
+		// block is never printed ahead of the tool result committed before it.
 		opts.OnDelta = func(d model.Delta) {
-			if d.Kind != model.DeltaReasoning {
-				if d.Kind != model.DeltaKeepAlive {
-					endReasoning()
-				}
+			if d.Kind == model.DeltaKeepAlive {
 				return
 			}
-			if d.Text == "" {
-				return
+			select {
+			case deltas <- d:
+			case <-quit:
 			}
-			rmu.Lock()
-			defer rmu.Unlock()
-			if !headed {
-				fmt.Fprint(o.Stderr, "dsh: reasoning:\n")
-				headed = true
-			}
-			inReasoning = true
-			fmt.Fprint(o.Stderr, d.Text)
 		}
 	}
 
-	var sess *core.Session
-	var err error
-	if o.Adopt {
-		if err := checkAdoptable(rt.Store(), o.SessionID, cwd); err != nil {
-			return fail(err.Error())
-		}
-		sess, err = rt.Resume(ctx, o.SessionID, opts)
-		if errors.Is(err, store.ErrLeased) {
-			return fail(fmt.Sprintf("session %q is open for writing in another process; wait for it to finish", o.SessionID))
-		}
-	} else {
-		sess, err = rt.Create(ctx, opts)
-	}
+	sess, err := openSession(ctx, rt, o, cwd, opts)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -148,40 +124,26 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	// Cancel the turn when ctx ends (a signal): the turn ends aborted.
 	stop := context.AfterFunc(ctx, func() { sess.Cancel(nil) })
 	defer stop()
-
-	// Project committed events of this session until the turn's end: the
-	// turn/end notice whose seq the ticket reports.
-	done := t.Done()
-loop:
-	for {
-		select {
-		case n := <-sub.C():
-			if n.Kind != core.NoticeEvent || n.SessionID != sess.ID() || n.Event.Seq < startSeq {
-				continue
-			}
-			if proj != nil {
-				if err := proj.Event(n.Event); err != nil {
-					o.Logger.Warn("event not projected", "type", n.Event.Type, "err", err)
+	if prog != nil && prog.tty {
+		tick := time.NewTicker(SpinnerInterval)
+		defer tick.Stop()
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					prog.Tick()
+				case <-quit:
+					return
 				}
 			}
-			if n.Event.Type == event.TypeTurnEnd {
-				<-t.Done()
-				if n.Event.Seq >= t.Result().Seq {
-					break loop
-				}
-			}
-		case <-done:
-			done = nil
-			if t.Result().Seq < 0 {
-				break loop // the turn recorded no end
-			}
-		}
+		}()
 	}
+	project(sub, sess.ID(), startSeq, t, proj, prog, deltas, o.Logger)
 	res := t.Result()
-	endReasoning()
 	if proj != nil {
 		_ = proj.Final(res.Text)
 	} else {
+		prog.Finish(res.Reason)
 		if res.Text != "" {
 			fmt.Fprintln(o.Stdout, res.Text)
 		}
@@ -190,11 +152,110 @@ loop:
 		} else if res.Reason.Kind != event.ReasonCompleted {
 			fmt.Fprintf(o.Stderr, "dsh: turn ended %s%s\n", res.Reason.Kind, detail(res.Reason))
 		}
+		if !o.Progress.Quiet {
+			fmt.Fprintf(o.Stderr, "dsh: session %s (continue it with: dsh run -c, or --session-id %s)\n", sess.ID(), sess.ID())
+		}
 	}
 	if res.Reason.Kind == event.ReasonCompleted {
 		return 0
 	}
 	return 1
+}
+
+// project shows the committed events of session id from startSeq until the
+// turn's end — the turn/end notice whose seq the ticket reports — on the
+// --json projector or the progress view, with the live deltas in order.
+func project(sub *core.Subscription, id string, startSeq int64, t *core.Ticket, proj *Projector, prog *Progress,
+	deltas <-chan model.Delta, logger *slog.Logger) {
+	show := func(n core.Notice) (end bool) {
+		if n.Kind != core.NoticeEvent || n.SessionID != id || n.Event.Seq < startSeq {
+			return false
+		}
+		if proj != nil {
+			if err := proj.Event(n.Event); err != nil {
+				logger.Warn("event not projected", "type", n.Event.Type, "err", err)
+			}
+		} else {
+			prog.Event(n.Event)
+		}
+		if n.Event.Type == event.TypeTurnEnd {
+			<-t.Done()
+			return n.Event.Seq >= t.Result().Seq
+		}
+		return false
+	}
+	done := t.Done()
+	for {
+		select {
+		case n := <-sub.C():
+			if show(n) {
+				return
+			}
+		case d := <-deltas:
+			// Every event committed before this delta was produced is
+			// already queued: show those first.
+			for drained := false; !drained; {
+				select {
+				case n := <-sub.C():
+					if show(n) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
+			if d.Kind == model.DeltaReasoning {
+				prog.Reasoning(d.Text)
+			} else {
+				prog.Pause()
+			}
+		case <-done:
+			done = nil
+			if t.Result().Seq < 0 {
+				return // the turn recorded no end
+			}
+		}
+	}
+}
+
+// openSession adopts the session the options name (an id, a unique prefix
+// of one, or the latest of cwd), or creates a new one.
+func openSession(ctx context.Context, rt *core.Runtime, o Options, cwd string, opts core.SessionOptions) (*core.Session, error) {
+	if !o.Adopt && !o.Continue {
+		return rt.Create(ctx, opts)
+	}
+	id, err := adoptID(rt.Store(), o, cwd)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := rt.Resume(ctx, id, opts)
+	if errors.Is(err, store.ErrLeased) {
+		return nil, fmt.Errorf("session %q is open for writing in another process; wait for it to finish", id)
+	}
+	return sess, err
+}
+
+// adoptID resolves --session-id (exact or a unique prefix) or --continue to
+// a session id that this run may adopt.
+func adoptID(st *store.Store, o Options, cwd string) (string, error) {
+	if o.Continue {
+		in, err := st.Latest(cwd)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", fmt.Errorf("no session to continue in %s; start one with: dsh run \"TASK\"", cwd)
+		}
+		if err != nil {
+			return "", err
+		}
+		return in.Header.ID, checkAdoptable(st, in.Header.ID, cwd)
+	}
+	id, err := st.Resolve(o.SessionID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	if err != nil {
+		id = o.SessionID // checkAdoptable says it does not exist
+	}
+	return id, checkAdoptable(st, id, cwd)
 }
 
 func detail(r event.TurnEndReason) string {
