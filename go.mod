@@ -8,3 +8,5 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	go.uber.org/goleak v1.3.0
 )
+
+require github.com/creack/pty v1.1.24 // indirect
