@@ -225,3 +225,25 @@ func TestCompletionScripts(t *testing.T) {
 		t.Errorf("completion tcsh: exit %d, want 2", code)
 	}
 }
+
+// TestExampleConfigShowsEveryKey keeps examples/config.json complete: a key
+// added to fileConfig must appear there, and the example must parse.
+func TestExampleConfigShowsEveryKey(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseConfig(path, data); err != nil {
+		t.Fatalf("the example config does not parse: %v", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range configKeys() {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("examples/config.json lacks the key %q: add it so the example shows every key", k)
+		}
+	}
+}
