@@ -688,8 +688,12 @@ func (f *badFixture) runSignal(t *testing.T, sig os.Signal) {
 	rest, _ := io.ReadAll(br)
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("exit: %v, want status 1 (stderr %s)", err, errb.String())
+	want := 1 // the turn ended aborted
+	if sig == syscall.SIGINT {
+		want = 130 // Ctrl-C, as shells expect
+	}
+	if !errors.As(err, &ee) || ee.ExitCode() != want {
+		t.Fatalf("exit: %v, want status %d (stderr %s)", err, want, errb.String())
 	}
 	badValidLines(t, string(rest))
 	badTurnsClosed(t, badLog(t, f, id), event.ReasonAborted)

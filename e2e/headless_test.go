@@ -229,15 +229,28 @@ func TestHeadlessDefaultMode(t *testing.T) {
 	srv := modeltest.New(t)
 	w := newWorld(t, srv.Env()...)
 
-	t.Run("text only: one stdout line, nothing on stderr, exit 0", func(t *testing.T) {
+	t.Run("text only: one stdout line, nothing on stderr with --quiet, exit 0", func(t *testing.T) {
 		srv.Enqueue(modeltest.TextReply("Hello there."))
-		r := w.run(nil, "run", "say hello")
+		r := w.run(nil, "run", "--quiet", "say hello")
 		wantExit(t, r, 0)
 		if r.Stdout != "Hello there.\n" {
 			t.Errorf("stdout = %q, want the final message and a newline", r.Stdout)
 		}
 		if r.Stderr != "" {
-			t.Errorf("stderr = %q, want nothing for a text-only run", r.Stderr)
+			t.Errorf("stderr = %q, want nothing for a quiet text-only run", r.Stderr)
+		}
+	})
+
+	t.Run("text only: the progress view says how it ended and the session", func(t *testing.T) {
+		srv.Enqueue(modeltest.TextReply("Hello there."))
+		r := w.run(nil, "run", "say hello")
+		wantExit(t, r, 0)
+		if r.Stdout != "Hello there.\n" {
+			t.Errorf("stdout = %q, want the final message only", r.Stdout)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], "dsh: completed · 1 step · ") || !strings.HasPrefix(lines[1], "dsh: session session-") {
+			t.Errorf("stderr = %q, want the summary and the session line", r.Stderr)
 		}
 	})
 
@@ -246,7 +259,7 @@ func TestHeadlessDefaultMode(t *testing.T) {
 			Reasoning("First I ").Reasoning("think it over.").
 			Text("The answer ").Text("is 42.").
 			Finish("stop").Usage(modeltest.DefaultUsage).Done().Reply())
-		r := w.run(nil, "run", "what is the answer")
+		r := w.run(nil, "run", "-q", "what is the answer")
 		wantExit(t, r, 0)
 		if r.Stdout != "The answer is 42.\n" {
 			t.Errorf("stdout = %q", r.Stdout)
@@ -257,7 +270,7 @@ func TestHeadlessDefaultMode(t *testing.T) {
 	})
 
 	t.Run("the headless profile is the same door", func(t *testing.T) {
-		for _, args := range [][]string{{"--profile", "headless", "hi"}, {"--profile=headless", "hi"}} {
+		for _, args := range [][]string{{"--profile", "headless", "-q", "hi"}, {"--profile=headless", "hi", "--quiet"}} {
 			srv.Enqueue(modeltest.TextReply("profiled"))
 			r := w.run(nil, args...)
 			wantExit(t, r, 0)

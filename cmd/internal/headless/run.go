@@ -138,7 +138,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 			}
 		}()
 	}
-	project(sub, sess.ID(), startSeq, t, proj, prog, deltas, o.Logger)
+	projectTurn(sub, sess.ID(), startSeq, t, proj, prog, deltas, o.Logger)
 	res := t.Result()
 	if proj != nil {
 		_ = proj.Final(res.Text)
@@ -162,10 +162,10 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	return 1
 }
 
-// project shows the committed events of session id from startSeq until the
+// projectTurn shows the committed events of session id from startSeq until the
 // turn's end — the turn/end notice whose seq the ticket reports — on the
 // --json projector or the progress view, with the live deltas in order.
-func project(sub *core.Subscription, id string, startSeq int64, t *core.Ticket, proj *Projector, prog *Progress,
+func projectTurn(sub *core.Subscription, id string, startSeq int64, t *core.Ticket, proj *Projector, prog *Progress,
 	deltas <-chan model.Delta, logger *slog.Logger) {
 	show := func(n core.Notice) (end bool) {
 		if n.Kind != core.NoticeEvent || n.SessionID != id || n.Event.Seq < startSeq {
