@@ -5,7 +5,6 @@
 package sdkrpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,6 +45,19 @@ type Options struct {
 }
 
 // Server serves one connection.
+//
+// Every request read is answered before the process exits. The read
+// goroutine owns the order of things: dispatch's OnRead hook (onRead) sees
+// each request in wire order, counts it as pending, notes a shutdown and
+// marks the requests read after it late, and chains each session/prompt
+// behind the initialize and the prompt for the same session read before
+// it, so requests sent in one write are handled in the order they were
+// written. OnReplied (onReplied) counts a request answered once its
+// response is on the wire. The input is wrapped (inputGate) so the server
+// knows when the reader has consumed every byte it was given — it is
+// blocked waiting for more, or at EOF. The exit after shutdown, and the end
+// of input, wait for "drained and nothing pending" on a condition variable:
+// no timer, no polling, no matching of written bytes.
 type Server struct {
 	rt     *core.Runtime
 	opts   Options
@@ -53,7 +65,6 @@ type Server struct {
 	conn   *jsonrpc2.Conn
 	ready  chan struct{} // closed once conn is set: handlers may use it
 	stream *ndjson.Stream
-	out    *barrierWriter
 
 	mu          sync.Mutex
 	initialized bool
@@ -61,20 +72,34 @@ type Server struct {
 	sessCfg     core.SessionOptions
 	hostAsks    bool
 	shutting    bool
-	shutdownIDs map[jsonrpc2.ID]bool
-	// shutdownRead is set when a shutdown request has been read; prompts
-	// read after it are late and refused, whatever order their handlers
-	// run in (the original handles lines in order).
+	disposeOnce sync.Once
+	done        chan int // exit code, once
+
+	// Owned by the read goroutine (written under mu by onRead and
+	// inputGate, read by the waiters).
+	settled      *sync.Cond // on mu: pending, drained or stopped changed
+	pending      int        // requests read whose response is not yet written
+	drained      bool       // the reader is waiting for input or saw its end
+	stopped      bool       // Serve is returning: waiters give up
 	shutdownRead bool
-	late         map[jsonrpc2.ID]bool
-	exitStarted  bool
-	done         chan int // exit code, once
+	lastInit     chan struct{}            // closed when the last initialize read has been handled
+	lastPrompt   map[string]chan struct{} // per session: closed when the last prompt read for it is admitted
 
 	// written[sessionID] is the seq of the last session.event written, so a
 	// prompt's response never overtakes its receipt.
 	wmu     sync.Mutex
 	wcond   *sync.Cond
 	written map[string]int64
+}
+
+// readOrder is what onRead attaches to a request: whether it came after a
+// shutdown, and what it must wait for to be handled in wire order.
+type readOrder struct {
+	late      bool
+	initDone  <-chan struct{} // prompt: the last initialize read before it
+	prevAdmit <-chan struct{} // prompt: the last prompt for its session read before it
+	own       chan struct{}   // initialize: handled; prompt: admitted
+	sessionID string
 }
 
 // Serve runs the SDK door on in/out until shutdown, input EOF or ctx ends.
@@ -87,18 +112,19 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 10 * time.Second
 	}
-	s := &Server{rt: rt, opts: opts, log: opts.Logger, out: &barrierWriter{w: out},
-		shutdownIDs: map[jsonrpc2.ID]bool{}, late: map[jsonrpc2.ID]bool{}, done: make(chan int, 1), written: map[string]int64{}}
+	s := &Server{rt: rt, opts: opts, log: opts.Logger, done: make(chan int, 1), written: map[string]int64{},
+		lastPrompt: map[string]chan struct{}{}}
 	s.wcond = sync.NewCond(&s.wmu)
+	s.settled = sync.NewCond(&s.mu)
 
 	sub := rt.Subscribe()
-	stream := ndjson.NewSplit(in, s.out, nil, ndjson.Options{MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger})
+	stream := ndjson.NewSplit(&inputGate{r: in, s: s}, out, nil, ndjson.Options{MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger})
 	s.stream = stream
-	h := dispatch.New(s.handle, dispatch.Options{Logger: opts.Logger})
+	h := dispatch.New(s.handle, dispatch.Options{Logger: opts.Logger, OnRead: s.onRead, OnReplied: s.onReplied})
 	connCtx, cancelConn := context.WithCancel(ctx)
 	defer cancelConn()
 	s.ready = make(chan struct{})
-	s.conn = jsonrpc2.NewConn(connCtx, stream, h, jsonrpc2.OnRecv(s.onRecv), jsonrpc2.OnSend(s.onSend))
+	s.conn = jsonrpc2.NewConn(connCtx, &answeringStream{Stream: stream, s: s}, h)
 	close(s.ready)
 
 	fwdDone := make(chan struct{})
@@ -116,6 +142,10 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	case <-ctx.Done():
 		s.dispose()
 	}
+	s.mu.Lock()
+	s.stopped = true
+	s.settled.Broadcast()
+	s.mu.Unlock()
 	sub.Close()
 	cancelConn()
 	_ = s.conn.Close()
@@ -126,10 +156,6 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	s.wmu.Unlock()
 	return code
 }
-
-// shutdownLinger is the least time between a shutdown and the exit, so
-// shutdowns racing it are read and answered too.
-const shutdownLinger = 25 * time.Millisecond
 
 // maxBatch bounds how many notifications one write carries.
 const maxBatch = 128
@@ -252,18 +278,21 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 	<-s.ready
 	switch c.Method {
 	case protocol.MethodInitialize:
+		if o, _ := c.Value.(*readOrder); o != nil {
+			defer close(o.own)
+			if o.late {
+				return nil, protocol.ErrShuttingDown
+			}
+		}
 		return s.initialize(ctx, c.Params)
 	case protocol.MethodSessionPrompt:
-		s.mu.Lock()
-		late := s.late[c.ID]
-		delete(s.late, c.ID)
-		s.mu.Unlock()
-		if late {
-			return nil, protocol.ErrShuttingDown
+		o, _ := c.Value.(*readOrder)
+		if o == nil {
+			o = &readOrder{}
 		}
-		return s.prompt(ctx, c.Params)
+		return s.prompt(ctx, c.Params, o)
 	case protocol.MethodShutdown:
-		return s.shutdown(c.ID)
+		return protocol.Empty{}, nil
 	case protocol.MethodSessionCancel:
 		return s.cancel(c.Params)
 	case protocol.MethodSessionClose:
@@ -343,13 +372,38 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	}, nil
 }
 
-func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
-	s.mu.Lock()
-	shutting, initialized, opts, hostAsks := s.shutting, s.initialized, s.sessCfg, s.hostAsks
-	s.mu.Unlock()
-	if shutting {
+// prompt admits a prompt in the order it was read: after the initialize
+// and the prompts for its session read before it.
+func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) (any, error) {
+	admitted := false
+	admit := func() {
+		if !admitted && o.own != nil {
+			admitted = true
+			close(o.own)
+			s.mu.Lock()
+			if s.lastPrompt[o.sessionID] == o.own {
+				delete(s.lastPrompt, o.sessionID)
+			}
+			s.mu.Unlock()
+		}
+	}
+	defer admit()
+	if o.late {
 		return nil, protocol.ErrShuttingDown
 	}
+	for _, gate := range []<-chan struct{}{o.initDone, o.prevAdmit} {
+		if gate == nil {
+			continue
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	initialized, opts, hostAsks := s.initialized, s.sessCfg, s.hostAsks
+	s.mu.Unlock()
 	if !initialized {
 		return nil, protocol.ErrNotInitialized
 	}
@@ -408,6 +462,7 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 		}
 		return nil, err
 	}
+	admit() // the next prompt for this session may queue behind this one
 	s.waitWritten(ctx, p.SessionID, t.ReceiptSeq)
 	return protocol.SessionPromptResult{MessageID: t.MessageID}, nil
 }
@@ -449,107 +504,152 @@ func (s *Server) closeSession(ctx context.Context, raw json.RawMessage) (any, er
 	return protocol.Empty{}, nil
 }
 
-// shutdown answers {} and, once every shutdown answer is on the wire,
-// disposes every session and ends Serve with exit code 0 — once, however
-// many shutdowns race.
-func (s *Server) shutdown(id jsonrpc2.ID) (any, error) {
-	s.mu.Lock()
-	s.shutting = true
-	start := !s.exitStarted
-	s.exitStarted = true
-	s.mu.Unlock()
-	if start {
-		go s.exitAfterShutdown()
+// onRead runs on the read goroutine for every call, in wire order (see
+// Server). It must not block.
+func (s *Server) onRead(c *dispatch.Call) any {
+	if c.Notif {
+		return nil
 	}
-	return protocol.Empty{}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending++
+	o := &readOrder{late: s.shutdownRead}
+	switch c.Method {
+	case protocol.MethodShutdown:
+		if !s.shutdownRead {
+			s.shutdownRead = true
+			go s.exitAfterShutdown()
+		}
+	case protocol.MethodInitialize:
+		o.own = make(chan struct{})
+		s.lastInit = o.own
+	case protocol.MethodSessionPrompt:
+		o.initDone = s.lastInit
+		o.sessionID = sessionIDOf(c.Params)
+		o.prevAdmit = s.lastPrompt[o.sessionID]
+		o.own = make(chan struct{})
+		s.lastPrompt[o.sessionID] = o.own
+	}
+	return o
 }
 
-func (s *Server) exitAfterShutdown() {
-	// The original writes the {} response before tearing anything down,
-	// and answers every shutdown that raced the first; a shutdown read
-	// while sessions are disposed is answered before the exit too.
-	start := time.Now()
-	s.waitShutdownAnswers()
-	s.dispose()
-	// A shutdown sent in the same write as this one may not have been read
-	// yet (the original handles a whole chunk before it exits); give the
-	// reader a moment, then answer whatever arrived.
-	if d := shutdownLinger - time.Since(start); d > 0 {
-		time.Sleep(d)
+// sessionIDOf is params.sessionId, found with the light walk (a prompt's
+// params may hold megabytes of image data; the handler parses them).
+func sessionIDOf(params json.RawMessage) string {
+	id := ""
+	ndjson.ObjectMembers(params, func(k string, v []byte) bool {
+		if k == "sessionId" {
+			id, _ = ndjson.StringValue(v)
+			return false
+		}
+		return true
+	})
+	return id
+}
+
+// onReplied runs once a request's response is on the wire.
+func (s *Server) onReplied(*dispatch.Call) {
+	s.mu.Lock()
+	s.pending--
+	s.settled.Broadcast()
+	s.mu.Unlock()
+}
+
+// setDrained records whether the reader is waiting for input.
+func (s *Server) setDrained(d bool) {
+	s.mu.Lock()
+	s.drained = d
+	if d {
+		s.settled.Broadcast()
 	}
-	s.waitShutdownAnswers()
+	s.mu.Unlock()
+}
+
+// waitSettled waits until the reader has consumed every byte it was given
+// and every request it read has been answered, or Serve is returning, or
+// ShutdownTimeout passes (a host that keeps writing, a handler that hangs).
+func (s *Server) waitSettled() {
+	timedOut := false
+	t := time.AfterFunc(s.opts.ShutdownTimeout, func() {
+		s.mu.Lock()
+		timedOut = true
+		s.settled.Broadcast()
+		s.mu.Unlock()
+	})
+	defer t.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !(s.drained && s.pending == 0) && !s.stopped && !timedOut {
+		s.settled.Wait()
+	}
+	if timedOut {
+		s.log.Warn("sdk: requests still unanswered at exit", "pending", s.pending)
+	}
+}
+
+// exitAfterShutdown ends Serve with exit code 0 once the shutdown (and
+// every request read before and with it) is answered and the sessions are
+// disposed. The original writes the {} response before tearing anything
+// down and answers every shutdown that raced the first; requests read while
+// the sessions are disposed are answered too (late prompts and initializes
+// with "SDK server is shutting down").
+func (s *Server) exitAfterShutdown() {
+	s.waitSettled()
+	s.dispose()
+	s.waitSettled()
 	select {
 	case s.done <- 0:
 	default:
 	}
 }
 
-// waitShutdownAnswers waits (boundedly) until every shutdown request
-// received so far has been answered on the wire.
-func (s *Server) waitShutdownAnswers() {
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		pending := len(s.shutdownIDs)
-		s.mu.Unlock()
-		if pending == 0 {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+// inputGate tells the server when the reader has used up its input: it
+// asks for more only once every complete line it already had has been
+// read and dispatched.
+type inputGate struct {
+	r io.Reader
+	s *Server
 }
 
-// onRecv notes shutdown requests as they are read, before they are
-// dispatched, so the exit waits for their answers.
-func (s *Server) onRecv(req *jsonrpc2.Request, _ *jsonrpc2.Response) {
-	if req == nil || req.Notif {
-		return
+func (g *inputGate) Read(p []byte) (int, error) {
+	g.s.setDrained(true)
+	n, err := g.r.Read(p)
+	if n > 0 {
+		g.s.setDrained(false)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch req.Method {
-	case protocol.MethodShutdown:
-		s.shutdownIDs[req.ID] = true
-		s.shutdownRead = true
-	case protocol.MethodSessionPrompt:
-		if s.shutdownRead {
-			s.late[req.ID] = true
-		}
-	}
+	return n, err
 }
 
-// onSend notes the shutdown responses as they go out.
-func (s *Server) onSend(_ *jsonrpc2.Request, resp *jsonrpc2.Response) {
-	if resp == nil {
-		return
+// answeringStream holds back the end of input from jsonrpc2 until every
+// request read before it has been answered: jsonrpc2 closes the connection
+// as soon as ReadObject fails, and a host that writes its requests and
+// closes stdin at once must still get every answer.
+type answeringStream struct {
+	*ndjson.Stream
+	s *Server
+}
+
+func (a *answeringStream) ReadObject(v any) error {
+	err := a.Stream.ReadObject(v)
+	if err != nil {
+		a.s.setDrained(true)
+		a.s.waitSettled()
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shutdownIDs[resp.ID] {
-		// onSend runs just before the response is written; forget the id
-		// once the line that answers it has been written (notifications
-		// may be written in between by the forwarder).
-		id := resp.ID
-		idJSON, _ := json.Marshal(id)
-		prefix := append(append([]byte(`{"id":`), idJSON...), ',')
-		s.out.afterWriteOf(prefix, func() {
-			s.mu.Lock()
-			delete(s.shutdownIDs, id)
-			s.mu.Unlock()
-		})
-	}
+	return err
 }
 
 // dispose cancels and closes every session, flushing their logs.
 func (s *Server) dispose() {
-	s.mu.Lock()
-	s.shutting = true
-	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
-	defer cancel()
-	if err := s.rt.Close(ctx); err != nil {
-		s.log.Warn("sdk: teardown", "err", err)
-	}
+	s.disposeOnce.Do(func() {
+		s.mu.Lock()
+		s.shutting = true
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+		defer cancel()
+		if err := s.rt.Close(ctx); err != nil {
+			s.log.Warn("sdk: teardown", "err", err)
+		}
+	})
 }
 
 // hostAsker asks the host through our session/request_permission request.
@@ -571,43 +671,4 @@ func (a *hostAsker) Ask(ctx context.Context, req permission.Request) (permission
 		return ans, nil
 	}
 	return permission.RejectOnce, nil
-}
-
-// barrierWriter runs a callback once a line starting with a given prefix
-// has been written; the stream writes each message with one Write.
-type barrierWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	after []barrier
-}
-
-type barrier struct {
-	prefix []byte
-	fn     func()
-}
-
-func (b *barrierWriter) afterWriteOf(prefix []byte, fn func()) {
-	b.mu.Lock()
-	b.after = append(b.after, barrier{prefix, fn})
-	b.mu.Unlock()
-}
-
-func (b *barrierWriter) Write(p []byte) (int, error) {
-	n, err := b.w.Write(p)
-	b.mu.Lock()
-	var fire []func()
-	kept := b.after[:0]
-	for _, x := range b.after {
-		if bytes.HasPrefix(p, x.prefix) {
-			fire = append(fire, x.fn)
-		} else {
-			kept = append(kept, x)
-		}
-	}
-	b.after = kept
-	b.mu.Unlock()
-	for _, fn := range fire {
-		fn()
-	}
-	return n, err
 }

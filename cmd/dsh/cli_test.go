@@ -247,3 +247,26 @@ func TestExampleConfigShowsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestOriginalPermissionModes: the original's launchers set
+// DSH_PERMISSION_MODE=workspace-write or danger-full-access; both are
+// accepted and shown as the mode they map onto.
+func TestOriginalPermissionModes(t *testing.T) {
+	for mode, want := range map[string]string{"workspace-write": "auto", "danger-full-access": "full", "read-only": "read-only"} {
+		t.Setenv("DSH_PERMISSION_MODE", mode)
+		var out, errb bytes.Buffer
+		if code := dispatch([]string{"config", "--json"}, nil, &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errb.String())
+		}
+		var got map[string]map[string]string
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["permissionMode"]["value"] != want {
+			t.Errorf("%s shown as %v, want %s", mode, got["permissionMode"], want)
+		}
+	}
+	if code, _, stderr := invoke(t, "config", "--config", writeConfig(t, `{"permissionMode": "yolo"}`)); code != 2 || !strings.Contains(stderr, "workspace-write") {
+		t.Errorf("unknown mode: exit %d, stderr %q", code, stderr)
+	}
+}

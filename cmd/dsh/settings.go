@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
 )
 
 // Settings are the resolved settings of one invocation. Each comes from a
@@ -65,7 +66,7 @@ const envDoc = `Environment:
   DSH_SESSION_ROOT       session root (else $DSH_HOME/sessions, else $XDG_STATE_HOME/dsh/sessions)
   DSH_HOME               dsh home; sessions go to $DSH_HOME/sessions
   DSH_CONFIG             config file (default $XDG_CONFIG_HOME/dsh/config.json if present)
-  DSH_PERMISSION_MODE    read-only | ask | auto | full
+  DSH_PERMISSION_MODE    read-only | ask | auto | full (the original's workspace-write = auto, danger-full-access = full)
   DSH_SCRIPT             script file of the scripted provider
   DSH_STEP_CAP           steps per turn (default 200)
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
@@ -229,11 +230,11 @@ func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
 		return s, err
 	}
 	s.PermissionMode = r.pick("permissionMode", fromFlag("permission-mode", f.mode), fromEnv("DSH_PERMISSION_MODE"), fromFile(fc.PermissionMode), byDefault(defaultMode))
-	switch s.PermissionMode {
-	case "read-only", "ask", "auto", "full":
-	default:
-		return s, fmt.Errorf("unknown permission mode %q from %s (want read-only, ask, auto or full)", s.PermissionMode, s.Sources["permissionMode"])
+	mode, err := permission.ParseMode(s.PermissionMode)
+	if err != nil {
+		return s, fmt.Errorf("unknown permission mode %q from %s (want read-only, ask, auto or full, or the original's workspace-write or danger-full-access)", s.PermissionMode, s.Sources["permissionMode"])
 	}
+	s.PermissionMode = string(mode)
 	s.Script = r.pick("script", fromFlag("script", f.script), fromEnv("DSH_SCRIPT"), fromFile(fc.Script))
 	stepFlag := ""
 	if f.stepCapSet {

@@ -11,13 +11,21 @@ import (
 	"github.com/dsh-dev/dsh/core/tool"
 )
 
-// ParseMode parses a permission mode name.
+// ParseMode parses a permission mode name: one of ours, or one of the
+// original's, accepted as aliases so its launchers run dsh unchanged. Its
+// workspace-write lets commands run and files change inside the workspace,
+// which is auto; its danger-full-access checks nothing, which is full (its
+// read-only is ours).
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
 	case ModeReadOnly, ModeAsk, ModeAuto, ModeFull:
 		return m, nil
+	case "workspace-write":
+		return ModeAuto, nil
+	case "danger-full-access":
+		return ModeFull, nil
 	}
-	return "", fmt.Errorf("unknown permission mode %q: want read-only, ask, auto or full", s)
+	return "", fmt.Errorf("unknown permission mode %q: want read-only, ask, auto or full (or the original's workspace-write or danger-full-access)", s)
 }
 
 // Decision sources (Decision.By).

@@ -20,6 +20,7 @@ func TestParseMode(t *testing.T) {
 	}{
 		{"read-only", ModeReadOnly, false}, {"ask", ModeAsk, false}, {"auto", ModeAuto, false},
 		{"full", ModeFull, false}, {" AUTO ", ModeAuto, false}, {"yolo", "", true}, {"", "", true},
+		{"workspace-write", ModeAuto, false}, {"danger-full-access", ModeFull, false},
 	} {
 		got, err := ParseMode(tc.in)
 		if (err != nil) != tc.err || got != tc.want {

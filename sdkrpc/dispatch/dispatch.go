@@ -8,7 +8,16 @@
 //     message. Here each request runs in its own goroutine; requests are
 //     served concurrently and may be answered out of order, as the original.
 //   - notifications run one at a time, in arrival order, on one worker, so
-//     their order is kept without blocking the read loop (unbounded queue).
+//     their order is kept without blocking the read loop. Their queue is
+//     bounded (Options.MaxQueuedNotifications): when it is full, Handle
+//     waits for room, so a peer flooding notifications faster than they are
+//     handled is slowed by the pipe instead of growing memory.
+//   - the door can follow every call from the moment it is read to the
+//     moment its reply is on the wire: Options.OnRead runs on the read
+//     goroutine in wire order before the call is served, and
+//     Options.OnReplied runs once the reply has been written (the stream
+//     writes synchronously), so nothing needs to match bytes or wait on a
+//     timer to know a response went out.
 //   - params that are absent, null, an array or a scalar are handed to the
 //     handler as `{}`, as the original does for non-object params.
 //   - errors become wire errors through WireError: a *jsonrpc2.Error anywhere
@@ -38,6 +47,9 @@ type Call struct {
 	ID     jsonrpc2.ID
 	Notif  bool
 	Conn   *jsonrpc2.Conn
+	// Value is what Options.OnRead returned for this call (nil without
+	// the hook): state the door attached when the call was read.
+	Value any
 }
 
 // HandlerFunc serves one call. For a request the result (or error) is the
@@ -49,19 +61,39 @@ type Options struct {
 	// Logger receives handler failures on notifications, panics and reply
 	// write failures. Nil discards them.
 	Logger *slog.Logger
+	// OnRead, when set, runs on the read goroutine for every call, in wire
+	// order, before the call is served; its result becomes Call.Value. It
+	// must not block.
+	OnRead func(c *Call) any
+	// OnReplied, when set, runs after the reply to a request has been
+	// written, or its write failed, or the Handler was closed before it
+	// could be written: once per request OnRead saw, never for
+	// notifications.
+	OnReplied func(c *Call)
+	// MaxQueuedNotifications bounds the notifications waiting for the
+	// worker (0: DefaultMaxQueuedNotifications).
+	MaxQueuedNotifications int
 }
+
+// DefaultMaxQueuedNotifications is the default bound of the notification
+// queue.
+const DefaultMaxQueuedNotifications = 1024
 
 // Handler is a jsonrpc2.Handler. Create it with New and Close it after the
 // connection is done so no handler goroutine outlives it.
 type Handler struct {
-	fn  HandlerFunc
-	log *slog.Logger
+	fn        HandlerFunc
+	log       *slog.Logger
+	onRead    func(*Call) any
+	onReplied func(*Call)
+	maxQueue  int
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu     sync.Mutex
+	room   *sync.Cond // signalled when the queue shrinks or the Handler closes
 	queue  []queued
 	worker bool // a notification worker goroutine is running
 	closed bool
@@ -81,21 +113,40 @@ func New(fn HandlerFunc, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	max := opts.MaxQueuedNotifications
+	if max <= 0 {
+		max = DefaultMaxQueuedNotifications
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Handler{fn: fn, log: log, ctx: ctx, cancel: cancel}
+	h := &Handler{fn: fn, log: log, onRead: opts.OnRead, onReplied: opts.OnReplied, maxQueue: max, ctx: ctx, cancel: cancel}
+	h.room = sync.NewCond(&h.mu)
+	return h
 }
 
-// Handle implements jsonrpc2.Handler. It never blocks. The ctx jsonrpc2
-// passes is the connection's; handlers get a context that ends when either
-// the connection or this Handler is closed.
+// Handle implements jsonrpc2.Handler. It blocks only while the
+// notification queue is full. The ctx jsonrpc2 passes is the connection's;
+// handlers get a context that ends when either the connection or this
+// Handler is closed.
 func (h *Handler) Handle(connCtx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	c := &Call{Method: req.Method, Params: ObjectParams(req.Params), ID: req.ID, Notif: req.Notif, Conn: conn}
+	if h.onRead != nil {
+		c.Value = h.onRead(c)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
+		if !c.Notif && h.onReplied != nil {
+			h.onReplied(c)
+		}
 		return
 	}
 	if c.Notif {
+		for len(h.queue) >= h.maxQueue && !h.closed {
+			h.room.Wait()
+		}
+		if h.closed {
+			return
+		}
 		h.queue = append(h.queue, queued{conn: conn, call: c})
 		if !h.worker {
 			h.worker = true
@@ -122,6 +173,7 @@ func (h *Handler) drain(connCtx context.Context) {
 		q := h.queue[0]
 		h.queue[0] = queued{}
 		h.queue = h.queue[1:]
+		h.room.Signal()
 		h.mu.Unlock()
 		ctx, stop := h.callCtx(connCtx)
 		_, err := h.run(ctx, q.call)
@@ -149,6 +201,9 @@ func (h *Handler) serve(connCtx context.Context, conn *jsonrpc2.Conn, c *Call) {
 	}
 	if err := conn.SendResponse(context.Background(), resp); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
 		h.log.Warn("sdkrpc: could not send response", "method", c.Method, "id", c.ID.String(), "err", err)
+	}
+	if h.onReplied != nil {
+		h.onReplied(c)
 	}
 }
 
@@ -181,6 +236,7 @@ func (h *Handler) run(ctx context.Context, c *Call) (result any, err error) {
 func (h *Handler) Close() {
 	h.mu.Lock()
 	h.closed = true
+	h.room.Broadcast()
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
