@@ -162,7 +162,7 @@ func TestSessionsFlagsAnywhereAndPrefixes(t *testing.T) {
 	}
 	code, stdout, _ = invoke(t, "sessions", "show", "--json", "session-xyz", "--session-root", root)
 	var shown struct {
-		Header store.Header   `json:"header"`
+		Header store.Header  `json:"header"`
 		Events []event.Event `json:"events"`
 	}
 	if code != 0 || json.Unmarshal([]byte(stdout), &shown) != nil || shown.Header.ID != "session-xyz" || len(shown.Events) != 1 {
