@@ -35,6 +35,7 @@ type Session struct {
 	resumed bool
 	reads   *tool.ReadTracker
 	spill   *tool.Spill // outputs too large for one result, under the session's directory
+	jobs    *tool.Jobs  // background jobs; all killed by Close
 
 	// commitMu serialises commits so seq, log order and publish order agree.
 	commitMu sync.Mutex
@@ -97,6 +98,7 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
 	}
 	close(s.idle)
+	s.jobs = tool.NewJobs(s.spill)
 	if s.mode == "" {
 		s.mode = r.cfg.PermissionMode
 	}
@@ -425,8 +427,8 @@ func (s *Session) Wait(ctx context.Context) error {
 }
 
 // Close cancels the running turn, drops queued prompts, waits for the turn
-// to settle and closes the log (flushing and releasing its lease). The
-// session leaves the runtime. Idempotent.
+// to settle, kills its background jobs and closes the log (flushing and
+// releasing its lease). The session leaves the runtime. Idempotent.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -441,6 +443,7 @@ func (s *Session) Close(ctx context.Context) error {
 		// lease is released. The turn's late commits fail with ErrClosed.
 		s.rt.log.Warn("session did not settle before close", "session", s.id, "err", err)
 	}
+	s.jobs.Close() // no background job outlives its session
 	err := s.lg.Close()
 	s.rt.forget(s)
 	s.mu.Lock()

@@ -128,4 +128,7 @@ type Env struct {
 	// Spill keeps outputs too large for one result (see OutputBudget). Nil
 	// means the session keeps none: a cut result then says so.
 	Spill *Spill
+	// Jobs is the session's table of background jobs. Nil means the
+	// session cannot run any.
+	Jobs *Jobs
 }

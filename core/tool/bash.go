@@ -19,9 +19,9 @@ const (
 	bashOutputLimit    = OutputBudget - 1024 // bytes shown, head and tail; the rest is spilled
 )
 
-const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
+const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"run_in_background":{"type":"boolean","description":"Start the command as a background job and return at once with its job id and first output; it keeps running after the call (a dev server, a watcher, a long build). Read its new output with job_output, stop it with job_kill, see all jobs with job_list. Background jobs have no timeout and are killed when the session ends. Default false."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
 
-const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
+const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
 type bashTool struct{}
 
@@ -30,6 +30,7 @@ type bashArgs struct {
 	Description string `json:"description"`
 	TimeoutMs   *int64 `json:"timeout_ms"`
 	Workdir     string `json:"workdir"`
+	Background  bool   `json:"run_in_background"`
 }
 
 func (bashTool) Name() string            { return "bash" }
@@ -107,10 +108,6 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	if err != nil {
 		return ErrorResult(err.Error())
 	}
-	ex := env.Exec
-	if ex == nil {
-		ex = LocalExec()
-	}
 	req := ExecRequest{
 		CallID:      env.CallID,
 		Command:     pl.args.Command,
@@ -118,6 +115,13 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		Env:         append(ScrubEnv(os.Environ()), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"),
 		Timeout:     pl.timeout,
 		OutputLimit: bashOutputLimit,
+	}
+	if pl.args.Background {
+		return startJob(ctx, env, req)
+	}
+	ex := env.Exec
+	if ex == nil {
+		ex = LocalExec()
 	}
 	var spill *SpillWriter
 	if env.Spill != nil {

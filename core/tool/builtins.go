@@ -3,9 +3,11 @@ package tool
 import "sort"
 
 // Builtins returns the built-in tools, sorted by name: bash, edit, glob,
-// grep, read, todo_write, write. A fresh slice each call.
+// grep, job_kill, job_list, job_output, multi_edit, read, todo_write,
+// write. A fresh slice each call.
 func Builtins() []Tool {
-	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{}})
+	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{},
+		jobOutputTool{}, jobKillTool{}, jobListTool{}})
 }
 
 // Sort returns tools sorted by name (a new slice), so the tool list sent to

@@ -55,17 +55,14 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	defer cancel()
 
 	out := newHeadTail(limit)
-	cmd := exec.CommandContext(runCtx, "/bin/bash", "-c", req.Command)
-	cmd.Dir = req.Workdir
-	cmd.Env = env
-	cmd.Stdin = nil // /dev/null
+	req.Env = env
+	cmd := bashCommand(runCtx, req)
 	var sink io.Writer = out
 	if req.Spill != nil {
 		sink = io.MultiWriter(out, req.Spill)
 	}
 	cmd.Stdout = sink
 	cmd.Stderr = sink
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
 		// The whole group, not just bash: grandchildren must go too.
 		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
@@ -105,6 +102,23 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 		}
 	}
 	return res, nil
+}
+
+// bashCommand is the one way a command line becomes a process, for bash
+// calls and background jobs alike: /bin/bash -c in the workdir, with the
+// request's environment, stdin /dev/null, in a new session (its own
+// process group, no controlling terminal). Whatever contains commands
+// contains both by construction.
+func bashCommand(ctx context.Context, req ExecRequest) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", req.Command)
+	cmd.Dir = req.Workdir
+	cmd.Env = req.Env
+	if cmd.Env == nil {
+		cmd.Env = ScrubEnv(os.Environ())
+	}
+	cmd.Stdin = nil // /dev/null
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
 }
 
 // ScrubEnv returns environ without credentials: DEEPSEEK_API_KEY,

@@ -1,0 +1,172 @@
+package tool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	tJobOut  = jobOutputTool{}
+	tJobKill = jobKillTool{}
+	tJobList = jobListTool{}
+)
+
+// withJobs gives a test env a spill folder and a job table, closed (every
+// job killed) when the test ends.
+func withJobs(t *testing.T, te *testEnv) *Jobs {
+	t.Helper()
+	withSpill(t, te)
+	te.Jobs = NewJobs(te.Spill)
+	t.Cleanup(te.Jobs.Close)
+	return te.Jobs
+}
+
+func bg(t *testing.T, te *testEnv, command string) (string, string) {
+	t.Helper()
+	out := mustOK(t, call(t, tBash, te.Env, obj{"command": command, "description": "job", "run_in_background": true}))
+	m := regexp.MustCompile(`Started background job (job-\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no job id in %q", out)
+	}
+	return m[1], out
+}
+
+// pidOf finds "PID=<n>" in a job's output.
+func pidOf(t *testing.T, out string) int {
+	t.Helper()
+	m := regexp.MustCompile(`PID=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no PID in %q", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func TestBackgroundJobLifecycle(t *testing.T) {
+	te := newTestEnv(t)
+	withJobs(t, te)
+	// A grandchild in the background of the job's shell, then a banner.
+	id, out := bg(t, te, "sleep 1000 & echo PID=$!; echo ready; exec sleep 1000")
+	contains(t, out, "ready\n", "["+id+" is running;")
+	pid := pidOf(t, out)
+	if !alive(pid) {
+		t.Fatal("the job's child is not running")
+	}
+	// Nothing new yet.
+	contains(t, mustOK(t, call(t, tJobOut, te.Env, obj{"job_id": id})), "(no new output)", "is running")
+	contains(t, mustOK(t, call(t, tJobList, te.Env, obj{})), id+"\trunning\t")
+	// Kill: the whole group goes.
+	r := call(t, tJobKill, te.Env, obj{"job_id": id})
+	contains(t, mustOK(t, r), id+" was killed")
+	if alive(pid) {
+		t.Fatal("the job's child survived job_kill")
+	}
+	contains(t, mustOK(t, call(t, tJobList, te.Env, obj{})), id+"\tkilled")
+}
+
+func TestBackgroundJobOutputAcrossLooks(t *testing.T) {
+	te := newTestEnv(t)
+	withJobs(t, te)
+	// The job waits for a file the test writes, so the test decides when
+	// the second part is printed.
+	gate := te.ws + "/go-on"
+	id, out := bg(t, te, fmt.Sprintf("echo first; while [ ! -e %s ]; do sleep 0.05; done; echo second; exit 3", gate))
+	contains(t, out, "first\n")
+	te.file(t, "go-on", "")
+	got := ""
+	for !strings.Contains(got, "exited") {
+		// wait_ms waits for output or the end, not a fixed time.
+		o := mustOK(t, call(t, tJobOut, te.Env, obj{"job_id": id, "wait_ms": 20000}))
+		got += o
+	}
+	contains(t, got, "second\n", "["+id+" exited; exit code: 3]")
+	if strings.Contains(got, "first") {
+		t.Fatalf("job_output repeated old output: %q", got)
+	}
+}
+
+func TestJobBadInput(t *testing.T) {
+	te := newTestEnv(t)
+	withJobs(t, te)
+	mustErr(t, call(t, tJobOut, te.Env, obj{"job_id": "job-99"}), `no such job "job-99": this session has no background jobs`)
+	id, _ := bg(t, te, "echo hi")
+	mustErr(t, call(t, tJobKill, te.Env, obj{"job_id": "nope"}), `no such job "nope"; this session's jobs are `+id)
+	mustErr(t, call(t, tJobOut, te.Env, obj{}), "job_id is required")
+	mustErr(t, call(t, tJobOut, te.Env, obj{"job_id": id, "wait_ms": -1}), "wait_ms must be 0 or more")
+	// A session without a job table says so.
+	plain := newTestEnv(t)
+	mustErr(t, call(t, tBash, plain.Env, obj{"command": "echo x", "description": "x", "run_in_background": true}), "cannot run background jobs")
+}
+
+// TestTooManyJobsAndCloseKillsAll: 50 starts, only MaxRunningJobs run; the
+// rest are refused with a clear message; Close leaves nothing alive.
+func TestTooManyJobsAndCloseKillsAll(t *testing.T) {
+	te := newTestEnv(t)
+	js := withJobs(t, te)
+	var pids []int
+	refused := 0
+	for i := 0; i < 50; i++ {
+		r := call(t, tBash, te.Env, obj{"command": "echo PID=$$; exec sleep 1000", "description": "sleep", "run_in_background": true})
+		if r.IsError {
+			contains(t, text(r), "too many background jobs: 10 are running", "job_kill")
+			refused++
+			continue
+		}
+		pids = append(pids, pidOf(t, text(r)))
+	}
+	if len(pids) != MaxRunningJobs || refused != 50-MaxRunningJobs {
+		t.Fatalf("%d started, %d refused", len(pids), refused)
+	}
+	js.Close()
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Fatalf("job process %d survived Close", pid)
+		}
+	}
+	if _, err := js.Start(ExecRequest{Command: "true", Workdir: te.ws}); !errors.Is(err, ErrJobsClosed) {
+		t.Fatalf("start after close: %v", err)
+	}
+}
+
+// TestJobFillsItsOutputFile: past SpillMaxBytes output is dropped, counted
+// and said; the job is not harmed.
+func TestJobFillsItsOutputFile(t *testing.T) {
+	te := newTestEnv(t)
+	withJobs(t, te)
+	id, _ := bg(t, te, fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; echo; echo END", SpillMaxBytes+(1<<20)))
+	var last string
+	for n := 0; !strings.Contains(last, "exited") && n < 2000; n++ {
+		last = mustOK(t, call(t, tJobOut, te.Env, obj{"job_id": id, "wait_ms": 20000}))
+		if len(last) > OutputBudget {
+			t.Fatalf("job_output of %d bytes", len(last))
+		}
+	}
+	if len(last) > 300 {
+		last = last[len(last)-300:]
+	}
+	contains(t, last, "only the first 32 MiB are kept", "exit code: 0")
+}
+
+// TestCancelledStartKillsTheJob: a call cancelled while it waits for the
+// first output does not leave its job behind.
+func TestCancelledStartKillsTheJob(t *testing.T) {
+	te := newTestEnv(t)
+	js := withJobs(t, te)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := tBash.Run(ctx, args(t, obj{"command": "exec sleep 1000", "description": "x", "run_in_background": true}), te.Env)
+	mustErr(t, r, "cancelled; background job job-1 was killed")
+	if l := js.List(); len(l) != 1 || l[0].Running {
+		t.Fatalf("jobs after a cancelled start: %+v", l)
+	}
+	_ = time.Second
+}
