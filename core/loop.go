@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +30,6 @@ var (
 const (
 	maxRetries  = 5
 	maxParallel = 10
-	loopWindow  = 10 // steps
-	loopRepeats = 5  // identical call+result within the window
 )
 
 // runTurns drains the inbox, one turn at a time, then goes idle.
@@ -247,6 +244,9 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		chunks.reset()
 		resp, err = prov.Stream(ctx, req, chunks.delta)
 		if err == nil {
+			err = emptyReply(resp) // retried like any retryable failure
+		}
+		if err == nil {
 			break
 		}
 		info := errorInfo(err)
@@ -332,14 +332,32 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	}
 	callSeqs := make(map[string]int64, len(calls))
 	for _, c := range calls {
-		ev, err := s.emit(event.TypeToolCall, event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		if t, repaired := s.rt.resolveTool(c.Name); repaired {
+			tc.RepairedName = t.Name()
+		}
+		ev, err := s.emit(event.TypeToolCall, tc)
 		if err != nil {
 			return nil, err
 		}
 		callSeqs[c.ID] = ev.Seq
 	}
-	if end != nil {
-		// The response was cut: its calls may be truncated. Never run them.
+	if end != nil && resp.FinishReason == "length" && !loop.cutRecovered {
+		// Cut off by the output cap inside the last call: run the complete
+		// ones, tell the model the cut one did not run, and go on once.
+		loop.cutRecovered = true
+		last := calls[len(calls)-1]
+		if err := s.runTools(ctx, turn, step, calls[:len(calls)-1], callSeqs, cfg, prov, loop); err != nil {
+			return nil, err
+		}
+		eff, _ := effectiveConfig(cfg, prov.Caps(cfg.Model))
+		cut := outcome{res: cutOffResult(eff.MaxTokens), code: event.ToolAbortedBeforeDispatch}
+		if err := s.commitResult(turn, step, last, cut, callSeqs[last.ID]); err != nil {
+			return nil, err
+		}
+		end = nil
+	} else if end != nil {
+		// Cut again, or refused: its calls may be truncated. Never run them.
 		for _, c := range calls {
 			r := outcome{res: tool.ErrorResult("not run: the response was cut off before the call was complete"), code: event.ToolAbortedBeforeDispatch}
 			if err := s.commitResult(turn, step, c, r, callSeqs[c.ID]); err != nil {
@@ -347,16 +365,14 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			}
 		}
 		return end, nil
-	}
-	if err := s.runTools(ctx, turn, step, calls, callSeqs, cfg, prov, loop); err != nil {
+	} else if err := s.runTools(ctx, turn, step, calls, callSeqs, cfg, prov, loop); err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return &turnEnd{abortedReason(ctx)}, nil
 	}
-	if loop.looping() {
-		return &turnEnd{event.TurnEndReason{Kind: event.ReasonBlocked,
-			Detail: fmt.Sprintf("loop: the same call returned the same result %d times in %d steps", loopRepeats, loopWindow)}}, nil
+	if why := loop.endStep(); why != "" {
+		return &turnEnd{event.TurnEndReason{Kind: event.ReasonBlocked, Detail: why}}, nil
 	}
 	return nil, nil
 }
@@ -371,19 +387,21 @@ type outcome struct {
 type prepared struct {
 	call model.ToolCall
 	t    tool.Tool
-	args json.RawMessage
-	out  *outcome // set when the call is decided without running
+	// repaired: call.Name was not t's name but differed only by case or
+	// '-'/'_' (the result says so).
+	repaired bool
+	args     json.RawMessage
+	out      *outcome // set when the call is decided without running
 }
 
 func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.ToolCall, callSeqs map[string]int64, cfg event.Config, prov model.Provider, loop *loopDetector) error {
 	caps := prov.Caps(cfg.Model)
-	sigs := make([]string, 0, len(calls))
 	for i := 0; i < len(calls); {
 		// A batch is one call, or a run of parallel-safe calls.
 		j := i + 1
-		if t := s.rt.findTool(calls[i].Name); t != nil && t.ParallelSafe() {
+		if t, _ := s.rt.resolveTool(calls[i].Name); t != nil && t.ParallelSafe() {
 			for j < len(calls) && j-i < maxParallel {
-				if t2 := s.rt.findTool(calls[j].Name); t2 == nil || !t2.ParallelSafe() {
+				if t2, _ := s.rt.resolveTool(calls[j].Name); t2 == nil || !t2.ParallelSafe() {
 					break
 				}
 				j++
@@ -407,14 +425,20 @@ func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.To
 		}
 		wg.Wait()
 		for _, p := range batch {
+			name := p.call.Name
+			if p.t != nil {
+				name = p.t.Name()
+			}
+			if p.repaired {
+				p.out.res.Content = append([]event.ContentBlock{repairNote(p.call.Name, name)}, p.out.res.Content...)
+			}
+			loop.observe(name, p.call, p.out)
 			if err := s.commitResult(turn, step, p.call, *p.out, callSeqs[p.call.ID]); err != nil {
 				return err
 			}
-			sigs = append(sigs, signature(p.call, *p.out))
 		}
 		i = j
 	}
-	loop.add(sigs)
 	return nil
 }
 
@@ -433,9 +457,9 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		p.out = &outcome{res: tool.ErrorResult("not run: the turn was cancelled"), code: event.ToolAbortedBeforeDispatch}
 		return p
 	}
-	p.t = s.rt.findTool(c.Name)
+	p.t, p.repaired = s.rt.resolveTool(c.Name)
 	if p.t == nil {
-		p.out = &outcome{res: tool.ErrorResult(fmt.Sprintf("unknown tool %q", c.Name)), code: event.ToolUnknown}
+		p.out = &outcome{res: s.rt.unknownTool(c.Name), code: event.ToolUnknown}
 		return p
 	}
 	args := strings.TrimSpace(c.Arguments)
@@ -444,8 +468,7 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
-		p.out = &outcome{res: tool.ErrorResult("invalid arguments: not a JSON object; the call was not run. " +
-			"If the arguments were long, split the work into smaller calls."), code: event.ToolInvalidArguments}
+		p.out = &outcome{res: tool.ErrorResult(invalidArgs(args, err)), code: event.ToolInvalidArguments}
 		return p
 	}
 	p.args = json.RawMessage(args)
@@ -460,7 +483,7 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		// Reading the session's own spill files needs nobody's leave.
 		d = permission.Decision{Allow: true, By: "session"}
 	} else {
-		d = s.Decide(ctx, permission.Request{CallID: c.ID, Tool: c.Name, Kind: string(p.t.Kind()), Paths: acc.Paths,
+		d = s.Decide(ctx, permission.Request{CallID: c.ID, Tool: p.t.Name(), Kind: string(p.t.Kind()), Paths: acc.Paths,
 			Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args})
 	}
 	verdict := "allow"
@@ -470,7 +493,7 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 	case !d.Allow:
 		verdict = "deny"
 	}
-	if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: c.Name,
+	if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: p.t.Name(),
 		Decision: verdict, By: d.By, Rule: d.Rule, Detail: d.Reason})); err != nil {
 		s.rt.log.Warn("permission decision not recorded", "session", s.id, "err", err)
 	}
@@ -534,44 +557,6 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome, call
 	ev.SourceEventSeqs = []int64{callSeq}
 	_, err := s.commitWith(ev, tr)
 	return err
-}
-
-func signature(c model.ToolCall, o outcome) string {
-	h := sha256.New()
-	h.Write([]byte(c.Name))
-	h.Write([]byte{0})
-	h.Write([]byte(c.Arguments))
-	h.Write([]byte{0})
-	for _, b := range o.res.Content {
-		h.Write([]byte(b.Text))
-	}
-	return string(h.Sum(nil))
-}
-
-// loopDetector spots the same call with the same result repeated within a
-// window of steps (a model stuck retrying an identical action).
-type loopDetector struct {
-	steps [][]string
-}
-
-func (l *loopDetector) add(sigs []string) {
-	l.steps = append(l.steps, sigs)
-	if len(l.steps) > loopWindow {
-		l.steps = l.steps[len(l.steps)-loopWindow:]
-	}
-}
-
-func (l *loopDetector) looping() bool {
-	count := map[string]int{}
-	for _, st := range l.steps {
-		for _, sig := range st {
-			count[sig]++
-			if count[sig] >= loopRepeats {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // errorInfo turns an error into the ErrorInfo of a turn or attempt.

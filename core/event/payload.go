@@ -269,8 +269,11 @@ type ToolCall struct {
 	Turn      int    `json:"turn"`
 	Step      int    `json:"step"`
 	CallID    string `json:"callId"`
-	Name      string `json:"name"`
+	Name      string `json:"name"` // as the model wrote it
 	Arguments string `json:"arguments"`
+	// RepairedName is the tool that ran when Name differed from it only by
+	// case or '-'/'_' (the model wrote "Read" for read).
+	RepairedName string `json:"repairedName,omitempty"`
 }
 
 // ToolErrorInfo names a tool failure class.
