@@ -21,6 +21,27 @@ type conversation struct {
 	// pending are the calls of the last assistant message still without a
 	// result, in call order.
 	pending []string
+	// toolImages are images returned by the results of the pending calls;
+	// once the last call is answered they go to the model in a user
+	// message (tool messages carry text only), as the original does.
+	toolImages []*event.Attachment
+}
+
+// toolImagesIntro opens the user message that carries tool-result images.
+const toolImagesIntro = "Attached image(s) from tool result:"
+
+// flushToolImages appends the user message carrying the images of the
+// results just folded.
+func (c *conversation) flushToolImages() {
+	if len(c.toolImages) == 0 {
+		return
+	}
+	if c.atts == nil {
+		c.atts = map[int][]*event.Attachment{}
+	}
+	c.atts[len(c.msgs)] = c.toolImages
+	c.toolImages = nil
+	c.msgs = append(c.msgs, model.Message{Role: "user", Content: toolImagesIntro})
 }
 
 // foldBlock is the part of a content block the conversation needs, as a
@@ -163,6 +184,14 @@ func (c *conversation) add(ev event.Event, payload any) {
 				c.fillPending(i)
 				c.pending = append(c.pending[:0], c.pending[i+1:]...)
 				c.msgs = append(c.msgs, model.Message{Role: "tool", ToolCallID: r.ToolCallID, Content: event.ResultText(r)})
+				for _, b := range r.Content {
+					if b.Type == event.BlockImage && b.Attachment != nil {
+						c.toolImages = append(c.toolImages, b.Attachment)
+					}
+				}
+				if len(c.pending) == 0 {
+					c.flushToolImages()
+				}
 				return
 			}
 		}
@@ -181,12 +210,14 @@ func (c *conversation) fillPending(n int) {
 func (c *conversation) closePending() {
 	c.fillPending(len(c.pending))
 	c.pending = c.pending[:0]
+	c.flushToolImages()
 }
 
 // build returns the messages of a request: system first, then the
 // history, with image bytes loaded and any call still without a result
-// answered, so the request is always well formed.
-func (c *conversation) build(s *Session, system string) []model.Message {
+// answered, so the request is always well formed. A model that takes no
+// images gets a note in place of each.
+func (c *conversation) build(s *Session, system string, images bool) []model.Message {
 	out := make([]model.Message, 0, len(c.msgs)+1+len(c.pending))
 	out = append(out, model.Message{Role: "system", Content: system})
 	out = append(out, c.msgs...)
@@ -194,6 +225,10 @@ func (c *conversation) build(s *Session, system string) []model.Message {
 		m := &out[idx+1]
 		m.Images = nil
 		for _, a := range atts {
+			if !images {
+				m.Content += "\n[image " + a.MediaType + " not shown: the model of this session cannot view images]"
+				continue
+			}
 			data, err := s.LoadAttachment(a)
 			if err != nil {
 				m.Content += "\n[image " + a.AttachmentID + " is missing from the attachment store]"

@@ -186,7 +186,7 @@ func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, er
 		}
 	}
 	s.commitMu.Lock()
-	msgs := s.conv.build(s, system)
+	msgs := s.conv.build(s, system, caps.Images)
 	s.commitMu.Unlock()
 	req := &model.Request{
 		Model:           cfg.Model,

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ const (
 
 const readSchema = `{"type":"object","properties":{"file_path":{"type":"string","description":"Path of the file to read, absolute or relative to the working directory."},"offset":{"type":"integer","minimum":1,"description":"1-based line number to start from. Default 1."},"limit":{"type":"integer","minimum":1,"description":"Maximum number of lines to return. Default 2000."}},"required":["file_path"],"additionalProperties":false}`
 
-const readDescription = `Read a text file. Returns its lines numbered from 1 (line number, a tab, then the line), at most 2000 lines per call; use offset and limit to page through longer files. Lines longer than 2000 characters are cut. Binary files are refused. PNG, JPEG, GIF and WebP images are returned as images when the model can see them. Read a file before editing or overwriting it.`
+const readDescription = `Read a text file. Returns its lines numbered from 1 (line number, a tab, then the line), at most 2000 lines per call; use offset and limit to page through longer files. Lines longer than 2000 characters are cut. Binary files are refused. PNG, JPEG, GIF and WebP images are shown to you as images when your model can view them (scaled down past 1280x960 pixels or 3.75 MB; files over 20 MB are refused); otherwise read says it cannot show them. Read a file before editing or overwriting it.`
 
 type readTool struct{}
 
@@ -91,6 +92,9 @@ func (t readTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	if fi, err := os.Stat(p); err == nil {
 		if fi.IsDir() {
 			return withMeta(ErrorResult(fmt.Sprintf("%s is a directory, not a file; use glob to list its files", shown)), meta)
+		}
+		if imageExt(p) && fi.Size() > readMaxImage {
+			return withMeta(ErrorResult(fmt.Sprintf("%s is an image too large to attach (%d bytes, limit %d); make a smaller copy with bash first", shown, fi.Size(), readMaxImage)), meta)
 		}
 		if fi.Size() > readMaxFileSize {
 			return withMeta(ErrorResult(fmt.Sprintf("%s is too large to read (%d bytes, limit %d); use grep to find the part you need, or bash (sed -n 'START,ENDp') to print a range", shown, fi.Size(), readMaxFileSize)), meta)
@@ -174,29 +178,46 @@ func numberLines(shown string, data []byte, offset, limit int) Result {
 
 func readImage(env *Env, shown, mediaType string, data []byte) Result {
 	if !env.ModelImages || env.SaveAttachment == nil {
-		return ErrorResult(fmt.Sprintf("%s is an image (%s, %d bytes), but the model of this session cannot view images", shown, mediaType, len(data)))
+		w, h := imageSize(mediaType, data)
+		return ErrorResult(fmt.Sprintf("%s is an image (%s, %dx%d, %d bytes), but the model of this session cannot view images, so it is not shown", shown, mediaType, w, h, len(data)))
 	}
 	if len(data) > readMaxImage {
 		return ErrorResult(fmt.Sprintf("%s is an image too large to attach (%d bytes, limit %d)", shown, len(data), readMaxImage))
 	}
-	att, err := env.SaveAttachment(mediaType, data)
+	mt, fitted, w, h, note, err := fitImage(mediaType, data)
+	if err != nil {
+		return ErrorResult(fmt.Sprintf("%s cannot be shown: %v", shown, err))
+	}
+	att, err := env.SaveAttachment(mt, fitted)
 	if err != nil {
 		return ErrorResult(fmt.Sprintf("could not attach image %s: %v", shown, err))
 	}
 	if att == nil {
-		sum := sha256.Sum256(data)
-		att = &event.Attachment{AttachmentID: "sha256:" + hex.EncodeToString(sum[:]), MediaType: mediaType, Bytes: int64(len(data))}
+		sum := sha256.Sum256(fitted)
+		att = &event.Attachment{AttachmentID: "sha256:" + hex.EncodeToString(sum[:]), MediaType: mt, Bytes: int64(len(fitted))}
 	}
 	if att.Width == 0 || att.Height == 0 {
-		att.Width, att.Height = imageSize(mediaType, data)
+		att.Width, att.Height = w, h
 	}
 	if att.Name == "" {
 		att.Name = shown
 	}
+	if note != "" {
+		note = "; " + note
+	}
 	return Result{Content: []event.ContentBlock{
-		event.Text(fmt.Sprintf("Image %s (%s, %dx%d, %d bytes):", shown, mediaType, att.Width, att.Height, len(data))),
+		event.Text(fmt.Sprintf("Image %s (%s, %dx%d, %d bytes%s), attached for you to view:", shown, mt, att.Width, att.Height, len(fitted), note)),
 		{Type: event.BlockImage, Attachment: att},
 	}}
+}
+
+// imageExt reports whether a file name says it is an image read can show.
+func imageExt(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".png", ".jpg", ".jpeg", ".gif", ".webp":
+		return true
+	}
+	return false
 }
 
 // imageType returns the media type of a PNG, JPEG, GIF or WebP image, by

@@ -1,0 +1,80 @@
+package tool
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
+
+	"golang.org/x/image/draw"
+)
+
+// Limits of images sent to the model. A larger image is scaled down to
+// imageMaxPixels (about 1.2 megapixels, enough to read a screenshot's text;
+// the original scales to about 640k) and re-encoded; one that cannot be
+// decoded safely is refused with a note.
+const (
+	// imageMaxPixels is the most pixels an image reaches the model with.
+	imageMaxPixels = 1280 * 960
+	// imageMaxBytes is the most encoded bytes an image reaches the model
+	// with (about 5 MB once base64-encoded into the request).
+	imageMaxBytes = 3_750_000
+	// imageMaxDecodePixels bounds the images dsh decodes to scale: past it
+	// the decoded bitmap alone would take hundreds of MiB.
+	imageMaxDecodePixels = 50_000_000
+)
+
+// fitImage returns data as it may be sent to the model: unchanged when it
+// is within the limits, else scaled down and re-encoded (PNG for images
+// with transparency, JPEG otherwise). note says what was done, for the
+// result text.
+func fitImage(mediaType string, data []byte) (string, []byte, int, int, string, error) {
+	w, h := imageSize(mediaType, data)
+	if w*h <= imageMaxPixels && len(data) <= imageMaxBytes && w > 0 {
+		return mediaType, data, w, h, "", nil
+	}
+	if mediaType == "image/webp" {
+		return "", nil, w, h, "", fmt.Errorf("a %dx%d WebP image of %d bytes is over the limits (%d pixels, %d bytes) and WebP images cannot be scaled here; convert it (for example to PNG, smaller) with bash first", w, h, len(data), imageMaxPixels, imageMaxBytes)
+	}
+	if w*h > imageMaxDecodePixels || w == 0 {
+		return "", nil, w, h, "", fmt.Errorf("the image is %dx%d pixels, too large to scale safely (limit %d pixels); make a smaller copy with bash first", w, h, imageMaxDecodePixels)
+	}
+	src, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return "", nil, w, h, "", fmt.Errorf("the image cannot be decoded: %v", err)
+	}
+	scale := 1.0
+	for float64(w)*scale*float64(h)*scale > imageMaxPixels {
+		scale *= 0.9
+	}
+	for {
+		nw, nh := max(1, int(float64(w)*scale)), max(1, int(float64(h)*scale))
+		dst := image.NewRGBA(image.Rect(0, 0, nw, nh))
+		draw.ApproxBiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), draw.Src, nil)
+		var buf bytes.Buffer
+		mt := "image/jpeg"
+		if opaque(dst) {
+			err = jpeg.Encode(&buf, dst, &jpeg.Options{Quality: 85})
+		} else {
+			mt = "image/png"
+			err = png.Encode(&buf, dst)
+		}
+		if err != nil {
+			return "", nil, w, h, "", fmt.Errorf("the image cannot be re-encoded: %v", err)
+		}
+		if buf.Len() <= imageMaxBytes || nw*nh < 64*64 {
+			return mt, buf.Bytes(), nw, nh, fmt.Sprintf("scaled down from %dx%d, %d bytes", w, h, len(data)), nil
+		}
+		scale *= 0.7
+	}
+}
+
+func opaque(m *image.RGBA) bool {
+	for i := 3; i < len(m.Pix); i += 4 {
+		if m.Pix[i] != 0xff {
+			return false
+		}
+	}
+	return true
+}
