@@ -119,6 +119,7 @@ func script(dir string) string {
 			conv("CHILD-NEST", "last",
 				map[string]any{"toolCalls": []any{sub("nested", "CHILD-OK nested")}},
 				text("nested done")),
+			conv("CHILD-BIG", "last", text(bigAnswer)),
 			conv("CHILD-BRISK", "last", map[string]any{"text": "brisk answer", "chunkRunes": 3, "deltaDelayMs": 60}),
 			conv("PARENT-PAR", "last",
 				map[string]any{"toolCalls": []any{sub("first", "CHILD-BRISK a"), sub("second", "CHILD-BRISK b")}},

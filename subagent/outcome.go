@@ -31,6 +31,8 @@ type outcome struct {
 	Output string
 	// Diagnostic says why a run did not complete.
 	Diagnostic string
+	// Child is the child's session id, once it had one.
+	Child string
 }
 
 // headline is the first line of a failed run's tool error (the original's

@@ -180,6 +180,7 @@ func (t *subagentTool) Run(ctx context.Context, raw json.RawMessage, env *tool.E
 	} else {
 		o = run.remote(ctx)
 	}
+	o.Output = boundOutput(o.Output, o.Child, p.name, env)
 	return o.result()
 }
 
@@ -252,6 +253,7 @@ func (c *call) inproc(ctx context.Context) outcome {
 		c.t.reg.background(closeChild)
 	}
 	c.end(child.ID(), o, true)
+	o.Child = child.ID()
 	return o
 }
 
@@ -355,6 +357,7 @@ func (c *call) remote(ctx context.Context) outcome {
 	ch.clearCall()
 	r.release(ch, reusable, c.p.idle)
 	c.end(sid, o, false)
+	o.Child = sid
 	return o
 }
 
