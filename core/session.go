@@ -45,24 +45,27 @@ type Session struct {
 	// first), so a later turn sends one only when a fact changed.
 	envFacts *event.EnvFacts
 
-	mu       sync.Mutex
-	cfg      event.Config
-	mode     permission.Mode
-	asker    permission.Asker
-	files    tool.FileSystem
-	exec     tool.Executor
-	onDelta  func(model.Delta)
-	inbox    []*Ticket
-	running  bool
-	cancel   context.CancelCauseFunc // of the running turn
-	idle     chan struct{}           // closed while idle
-	turn     int                     // last turn number
-	closed   bool
-	closeErr error
-	titled   bool
-	header0  string // system prompt of the last request/header
-	lastHdr  event.Config
-	hdrSeen  bool
+	mu      sync.Mutex
+	cfg     event.Config
+	mode    permission.Mode
+	asker   permission.Asker
+	files   tool.FileSystem
+	exec    tool.Executor
+	onDelta func(model.Delta)
+	inbox   []*Ticket
+	running bool
+	cancel  context.CancelCauseFunc // of the running turn
+	idle    chan struct{}           // closed while idle
+	turn    int                     // last turn number
+	closed  bool
+	// closeDone is made by the first Close and closed when it has
+	// finished; closeErr, its result, is written before and read after.
+	closeDone chan struct{}
+	closeErr  error
+	titled    bool
+	header0   string // system prompt of the last request/header
+	lastHdr   event.Config
+	hdrSeen   bool
 }
 
 // Ticket follows one queued prompt to the end of the turn that took it.
@@ -232,6 +235,11 @@ func (s *Session) commit(ev event.Event) (event.Event, error) { return s.commitW
 func (s *Session) commitWith(ev event.Event, payload any) (event.Event, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
+	return s.commitLocked(ev, payload)
+}
+
+// commitLocked is commitWith for a caller that holds commitMu.
+func (s *Session) commitLocked(ev event.Event, payload any) (event.Event, error) {
 	ev.Seq = s.lg.NextSeq()
 	if err := s.lg.Append(ev); err != nil {
 		return ev, fmt.Errorf("session %s: commit %s: %w", s.id, ev.Type, err)
@@ -277,32 +285,31 @@ func (s *Session) Mode() permission.Mode {
 // SetConfig changes the model configuration from the next model call on,
 // recording the change in the log so a resume restores it.
 func (s *Session) SetConfig(cfg event.Config) error {
-	s.mu.Lock()
-	mode := s.mode
-	s.mu.Unlock()
 	if _, err := s.rt.Provider(cfg.Provider); err != nil {
 		return err
 	}
-	_, err := s.emit(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(mode)})
-	if err == nil {
-		s.mu.Lock()
-		s.cfg = cfg
-		s.mu.Unlock()
-	}
-	return err
+	return s.changeConfig(func(c *event.ConfigChange) { c.Config = cfg })
 }
 
 // SetMode changes the permission mode, recorded in the log.
 func (s *Session) SetMode(m permission.Mode) error {
+	return s.changeConfig(func(c *event.ConfigChange) { c.PermissionMode = string(m) })
+}
+
+// changeConfig commits a config/change that is the current config and mode
+// with edit applied. Every config/change carries both fields, so the read
+// of the current values and the commit happen under commitMu: a concurrent
+// SetConfig and SetMode then each see the other's committed change, and
+// neither writes back a stale copy of the field it did not change. absorb
+// updates cfg and mode as part of the commit.
+func (s *Session) changeConfig(edit func(*event.ConfigChange)) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	cfg := s.cfg
+	c := event.ConfigChange{Config: s.cfg, PermissionMode: string(s.mode)}
 	s.mu.Unlock()
-	_, err := s.emit(event.TypeConfigChange, event.ConfigChange{Config: cfg, PermissionMode: string(m)})
-	if err == nil {
-		s.mu.Lock()
-		s.mode = m
-		s.mu.Unlock()
-	}
+	edit(&c)
+	_, err := s.commitLocked(event.New(event.TypeConfigChange, c), c)
 	return err
 }
 
@@ -428,14 +435,24 @@ func (s *Session) Wait(ctx context.Context) error {
 
 // Close cancels the running turn, drops queued prompts, waits for the turn
 // to settle, kills its background jobs and closes the log (flushing and
-// releasing its lease). The session leaves the runtime. Idempotent.
+// releasing its lease). The session leaves the runtime. Idempotent: a later
+// or concurrent call waits for the first to finish and returns its result,
+// or ctx's error if ctx ends first — never success while the log is still
+// being flushed.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
+		done := s.closeDone
 		s.mu.Unlock()
-		return s.closeErr
+		select {
+		case <-done:
+			return s.closeErr // written before done was closed
+		case <-ctx.Done():
+			return fmt.Errorf("session %s: waiting for another Close: %w", s.id, ctx.Err())
+		}
 	}
 	s.closed = true
+	s.closeDone = make(chan struct{})
 	s.mu.Unlock()
 	s.CancelAll(errDisposed)
 	if err := s.Wait(ctx); err != nil {
@@ -446,9 +463,8 @@ func (s *Session) Close(ctx context.Context) error {
 	s.jobs.Close() // no background job outlives its session
 	err := s.lg.Close()
 	s.rt.forget(s)
-	s.mu.Lock()
 	s.closeErr = err
-	s.mu.Unlock()
+	close(s.closeDone)
 	s.rt.sessionClosed(s.id)
 	return err
 }
