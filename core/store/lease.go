@@ -64,16 +64,26 @@ func acquireLease(dir, id string) (*lease, error) {
 		f.Close()
 		return nil, fmt.Errorf("session %q: lease: %w", id, err)
 	}
+	// Reserve the key, then lock without holding held's mutex: flockRetry
+	// may sleep for a quarter second, and the mutex is process-wide, so
+	// holding it would stall every other session's create, open and
+	// close meanwhile. A concurrent attempt on the same session sees the
+	// reservation and is refused, as it would be once the lease is taken.
 	held.Lock()
-	defer held.Unlock()
 	if held.m[key] {
+		held.Unlock()
 		f.Close()
 		return nil, &wrapErr{
 			msg: fmt.Sprintf("session %q is already open for writing in this process (pid %d)", id, os.Getpid()),
 			err: ErrLeased,
 		}
 	}
+	held.m[key] = true
+	held.Unlock()
 	if err := flockRetry(f, syscall.LOCK_EX); err != nil {
+		held.Lock()
+		delete(held.m, key)
+		held.Unlock()
 		pid := readPid(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -89,7 +99,6 @@ func acquireLease(dir, id string) (*lease, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	held.m[key] = true
 	return &lease{f: f, key: key}, nil
 }
 
@@ -105,7 +114,7 @@ func flockRetry(f *os.File, how int) error {
 	wait := time.Millisecond
 	for attempt := 0; attempt < 9; attempt++ {
 		if attempt > 0 {
-			time.Sleep(wait)
+			retryPause(wait)
 			wait *= 2
 		}
 		for {
@@ -120,6 +129,10 @@ func flockRetry(f *os.File, how int) error {
 	}
 	return err
 }
+
+// retryPause waits between flock attempts. It is a variable so a test can
+// hold a lease attempt inside its retries and see what it blocks.
+var retryPause = time.Sleep
 
 func readPid(f *os.File) string {
 	buf := make([]byte, 32)

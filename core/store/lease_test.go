@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -200,5 +201,63 @@ func TestCreateHoldsLease(t *testing.T) {
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeaseRetryDoesNotStallOtherSessions: while one Open waits out its
+// flock retries on a session another process holds, this process's other
+// sessions open and close freely (the retries once held the process-wide
+// lease mutex, so every Create, Open and Close waited up to 255 ms).
+func TestLeaseRetryDoesNotStallOtherSessions(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "sessions")
+	s := New(root)
+	for _, id := range []string{"held-elsewhere", "free"} {
+		l, err := s.Create(Header{ID: id, Cwd: "/p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := startHolder(t, root, "held-elsewhere")
+
+	retrying := make(chan struct{})
+	proceed := make(chan struct{})
+	var once sync.Once
+	retryPause = func(time.Duration) {
+		once.Do(func() { close(retrying) })
+		<-proceed
+	}
+	t.Cleanup(func() { retryPause = time.Sleep })
+
+	blocked := make(chan error, 1)
+	go func() {
+		_, _, err := s.Open("held-elsewhere")
+		blocked <- err
+	}()
+	<-retrying // the first Open is inside its retries now
+
+	other := make(chan error, 1)
+	go func() {
+		l, _, err := s.Open("free")
+		if err == nil {
+			err = l.Close()
+		}
+		other <- err
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(proceed)
+		<-other
+		t.Fatal("opening another session waited for a lease retry on a session held elsewhere")
+	}
+	close(proceed)
+	if err := <-blocked; !errors.Is(err, ErrLeased) {
+		t.Fatalf("open of the session held by pid %d: %v, want ErrLeased", h.cmd.Process.Pid, err)
 	}
 }
