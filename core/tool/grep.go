@@ -20,13 +20,15 @@ import (
 
 // Limits of grep.
 const (
-	grepMaxMatches   = 100
+	grepMaxMatches   = 100  // matching lines shown by default
+	grepMaxLimit     = 1000 // the most limit may ask for
+	grepMaxContext   = 20   // lines of context each side, at most
 	grepMaxLineChars = 2000
 )
 
-const grepSchema = `{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression in RE2 syntax (Go regexp), matched against each line, e.g. \"func\\s+main\", \"TODO|FIXME\". Use (?i) for case-insensitive search."},"path":{"type":"string","description":"File or folder to search, absolute or relative to the working directory. Default: the working directory."},"include":{"type":"string","description":"Only search files whose name matches this glob, e.g. \"*.go\" or \"*.{ts,tsx}\". A glob containing / is matched against the path relative to path."}},"required":["pattern"],"additionalProperties":false}`
+const grepSchema = `{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression in RE2 syntax (Go regexp), matched against each line, e.g. \"func\\s+main\", \"TODO|FIXME\". Use (?i) for case-insensitive search."},"path":{"type":"string","description":"File or folder to search, absolute or relative to the working directory. Default: the working directory."},"include":{"type":"string","description":"Only search files whose name matches this glob, e.g. \"*.go\" or \"*.{ts,tsx}\". A glob containing / is matched against the path relative to path."},"fixed_strings":{"type":"boolean","description":"Match pattern as a literal string, not a regular expression. Default false."},"context":{"type":"integer","minimum":0,"maximum":20,"description":"Lines of context to show before and after each match (like grep -C). Default 0."},"before":{"type":"integer","minimum":0,"maximum":20,"description":"Lines of context before each match (like grep -B); overrides context."},"after":{"type":"integer","minimum":0,"maximum":20,"description":"Lines of context after each match (like grep -A); overrides context."},"limit":{"type":"integer","minimum":1,"maximum":1000,"description":"Most matching lines to show. Default 100."}},"required":["pattern"],"additionalProperties":false}`
 
-const grepDescription = `Search file contents with a regular expression. Returns matching lines as path:line:text, sorted by path and line number, at most 100. Files excluded by .gitignore, the .git folder and binary files are skipped.`
+const grepDescription = `Search file contents with a regular expression (or a literal string with fixed_strings). Returns matching lines as path:line:text, sorted by path and line number, at most 100 unless limit says otherwise, and says when it cut. With context, before or after, the lines around each match are shown as path-line-text, groups separated by --. Files excluded by .gitignore, the .git folder and binary files are skipped.`
 
 // grepForceGo makes grep use its Go engine even when rg is on PATH
 // (tests compare both engines).
@@ -38,6 +40,11 @@ type grepArgs struct {
 	Pattern string `json:"pattern"`
 	Path    string `json:"path"`
 	Include string `json:"include"`
+	Fixed   bool   `json:"fixed_strings"`
+	Context *int   `json:"context"`
+	Before  *int   `json:"before"`
+	After   *int   `json:"after"`
+	Limit   *int   `json:"limit"`
 }
 
 func (grepTool) Name() string            { return "grep" }
@@ -54,6 +61,9 @@ type grepQuery struct {
 	include *globPattern
 	inclRaw string
 	inclRel bool // include has a "/": match the path relative to root
+	before  int  // context lines
+	after   int
+	limit   int // matching lines shown
 }
 
 func (grepTool) parse(args json.RawMessage, env *Env) (grepQuery, error) {
@@ -65,9 +75,35 @@ func (grepTool) parse(args json.RawMessage, env *Env) (grepQuery, error) {
 	if err := required("grep", "pattern", a.Pattern); err != nil {
 		return q, err
 	}
-	re, err := regexp.Compile(a.Pattern)
+	expr := a.Pattern
+	if a.Fixed {
+		expr = regexp.QuoteMeta(a.Pattern)
+	}
+	re, err := regexp.Compile(expr)
 	if err != nil {
-		return q, fmt.Errorf("invalid arguments for grep: invalid regular expression (RE2 syntax): %v", err)
+		return q, fmt.Errorf("invalid arguments for grep: invalid regular expression (RE2 syntax): %v; set fixed_strings to search for it literally", err)
+	}
+	num := func(name string, v *int, def, lo, hi int) (int, error) {
+		if v == nil {
+			return def, nil
+		}
+		if *v < lo || *v > hi {
+			return 0, fmt.Errorf("invalid arguments for grep: %s must be from %d to %d, got %d", name, lo, hi, *v)
+		}
+		return *v, nil
+	}
+	ctxLines, err := num("context", a.Context, 0, 0, grepMaxContext)
+	if err != nil {
+		return q, err
+	}
+	if q.before, err = num("before", a.Before, ctxLines, 0, grepMaxContext); err != nil {
+		return q, err
+	}
+	if q.after, err = num("after", a.After, ctxLines, 0, grepMaxContext); err != nil {
+		return q, err
+	}
+	if q.limit, err = num("limit", a.Limit, grepMaxMatches, 1, grepMaxLimit); err != nil {
+		return q, err
 	}
 	dir := a.Path
 	if dir == "" {
@@ -77,7 +113,7 @@ func (grepTool) parse(args json.RawMessage, env *Env) (grepQuery, error) {
 	if err != nil {
 		return q, fmt.Errorf("grep: %w", err)
 	}
-	q = grepQuery{re: re, pattern: a.Pattern, root: root, inclRaw: a.Include}
+	q.re, q.pattern, q.root, q.inclRaw = re, expr, root, a.Include
 	if a.Include != "" {
 		g, err := compileGlob(a.Include)
 		if err != nil {
@@ -110,6 +146,7 @@ func (t grepTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		return withMeta(ErrorResult(fmt.Sprintf("%s does not exist", display(ws, q.root))), meta)
 	}
 	col := newGrepCollector(ws)
+	col.max = q.limit
 	switch {
 	case !fi.IsDir():
 		// One named file: searched even if ignored, like rg does.
@@ -134,7 +171,13 @@ func (t grepTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		}
 		return withMeta(TextResult(fmt.Sprintf("No matches for /%s/ in %s.", q.pattern, where)), meta)
 	}
-	text, truncated := col.render()
+	var text string
+	var truncated bool
+	if q.before > 0 || q.after > 0 {
+		text, truncated = col.renderContext(ctx, q.before, q.after)
+	} else {
+		text, truncated = col.render()
+	}
 	text, cut := FitText(env, text)
 	meta.Truncated = truncated || cut
 	return withMeta(TextResult(text), meta)
@@ -179,8 +222,8 @@ func grepFile(ctx context.Context, re *regexp.Regexp, path string, col *grepColl
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
-	// Lines of one file arrive in order, so at most the first
-	// grepMaxMatches of them can be kept; the rest are only counted.
+	// Lines of one file arrive in order, so at most the first limit of
+	// them can be kept; the rest are only counted.
 	var pending []grepHit
 	extra := 0
 	var line []byte
@@ -198,8 +241,8 @@ func grepFile(ctx context.Context, re *regexp.Regexp, path string, col *grepColl
 				return nil // binary
 			}
 			if re.Match(text) {
-				if len(pending) < grepMaxMatches {
-					pending = append(pending, grepHit{path: path, line: n, text: hitText(text)})
+				if len(pending) < col.limit() {
+					pending = append(pending, grepHit{path: path, abs: path, line: n, text: hitText(text)})
 				} else {
 					extra++
 				}
@@ -229,27 +272,40 @@ func hitText(line []byte) string {
 
 // grepHit is one matching line.
 type grepHit struct {
-	path string // absolute
+	path string // as shown
+	abs  string // absolute
 	line int
 	text string // the line without its terminator
 }
 
-// grepCollector keeps the first grepMaxMatches hits in (path, line) order
-// whatever order they arrive in, and counts the rest, in bounded memory.
-// Both engines feed it, which is what makes their output identical.
+// grepCollector keeps the first max hits (grepMaxMatches unless set) in
+// (path, line) order whatever order they arrive in, and counts the rest,
+// in bounded memory. Both engines feed it, which is what makes their
+// output identical.
 type grepCollector struct {
 	ws    string
+	max   int
 	total int
 	h     hitHeap
+}
+
+func (c *grepCollector) limit() int {
+	if c.max > 0 {
+		return c.max
+	}
+	return grepMaxMatches
 }
 
 func newGrepCollector(ws string) *grepCollector { return &grepCollector{ws: ws} }
 
 func (c *grepCollector) add(h grepHit) {
 	c.total++
-	h.path = display(c.ws, h.path)
+	if h.abs == "" {
+		h.abs = h.path
+	}
+	h.path = display(c.ws, h.abs)
 	heap.Push(&c.h, h)
-	if c.h.Len() > grepMaxMatches {
+	if c.h.Len() > c.limit() {
 		heap.Pop(&c.h)
 	}
 }
@@ -267,7 +323,7 @@ func (c *grepCollector) render() (string, bool) {
 		b.WriteByte('\n')
 	}
 	if c.total > len(hits) {
-		fmt.Fprintf(&b, "(showing the first %d of %d matching lines, by path and line; narrow the pattern, path or include to see the others)\n", len(hits), c.total)
+		fmt.Fprintf(&b, "(showing the first %d of %d matching lines, by path and line; narrow the pattern, path or include, or raise limit, to see the others)\n", len(hits), c.total)
 		return b.String(), true
 	}
 	return b.String(), false
@@ -292,4 +348,101 @@ func (h *hitHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// renderContext renders the kept hits with before/after lines of context
+// read from their files, grep -C style: "path:line:text" for matches,
+// "path-line-text" around them, "--" between groups that do not touch.
+func (c *grepCollector) renderContext(ctx context.Context, before, after int) (string, bool) {
+	hits := []grepHit(c.h)
+	sort.Slice(hits, func(i, j int) bool { return hitLess(hits[i], hits[j]) })
+	var b strings.Builder
+	first := true
+	for i := 0; i < len(hits); {
+		j := i
+		for j < len(hits) && hits[j].abs == hits[i].abs {
+			j++
+		}
+		file := hits[i:j]
+		matched := map[int]bool{}
+		for _, h := range file {
+			matched[h.line] = true
+		}
+		// Merge the ranges of this file's hits.
+		type rng struct{ from, to int }
+		var ranges []rng
+		for _, h := range file {
+			r := rng{max(1, h.line-before), h.line + after}
+			if n := len(ranges); n > 0 && r.from <= ranges[n-1].to+1 {
+				ranges[n-1].to = max(ranges[n-1].to, r.to)
+				continue
+			}
+			ranges = append(ranges, r)
+		}
+		lines := readLineRanges(ctx, file[0].abs, func(n int) bool {
+			for _, r := range ranges {
+				if n >= r.from && n <= r.to {
+					return true
+				}
+			}
+			return false
+		}, ranges[len(ranges)-1].to)
+		for _, r := range ranges {
+			if !first {
+				b.WriteString("--\n")
+			}
+			first = false
+			for n := r.from; n <= r.to; n++ {
+				text, ok := lines[n]
+				if !ok {
+					break // past the end of the file
+				}
+				sep := byte('-')
+				if matched[n] {
+					sep = ':'
+				}
+				b.WriteString(file[0].path)
+				b.WriteByte(sep)
+				b.WriteString(strconv.Itoa(n))
+				b.WriteByte(sep)
+				b.WriteString(text)
+				b.WriteByte('\n')
+			}
+		}
+		i = j
+	}
+	if c.total > len(hits) {
+		fmt.Fprintf(&b, "(showing the first %d of %d matching lines, by path and line, with context; narrow the pattern, path or include, or raise limit, to see the others)\n", len(hits), c.total)
+		return b.String(), true
+	}
+	return b.String(), false
+}
+
+// readLineRanges returns the lines of path that want accepts, up to line
+// last, as shown text.
+func readLineRanges(ctx context.Context, path string, want func(int) bool, last int) map[int]string {
+	out := map[int]string{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	var line []byte
+	for n := 1; n <= last && ctx.Err() == nil; {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(line) > 0 && want(n) {
+			out[n] = hitText(bytes.TrimSuffix(line, []byte("\n")))
+		}
+		line = line[:0]
+		n++
+		if err != nil {
+			break
+		}
+	}
+	return out
 }
