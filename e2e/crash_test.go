@@ -311,7 +311,7 @@ func crashCalibrate(t *testing.T, door string) int {
 	c := pxStartSDK(t, w, "scripted")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := c.Run(ctx, client.NewSessionID(), "crash task")
+	res, err := c.NewSession().Run(ctx, "crash task")
 	if err != nil || res.FinishReason != event.ReasonCompleted {
 		t.Fatalf("calibration turn: %v (finish %q)", err, res.FinishReason)
 	}
@@ -325,12 +325,12 @@ func crashSDK(t *testing.T, w *world, p crashPlan) crashOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := pxStartSDK(t, w, "scripted")
-	id := client.NewSessionID()
+	id := c.NewSession().ID()
 	sub := c.SubscribeSessionTree(id)
 	defer sub.Close()
 	promptErr := make(chan error, 1)
 	go func() {
-		_, err := c.PromptText(ctx, id, "crash task")
+		_, err := c.Session(id).Prompt(ctx, client.Text("crash task"))
 		promptErr <- err
 	}()
 
@@ -397,7 +397,7 @@ func crashSDK(t *testing.T, w *world, p crashPlan) crashOutcome {
 
 	// Resume with a second process and prompt again.
 	c2 := pxStartSDK(t, w, "scripted")
-	res, err := c2.Run(ctx, id, "after the crash")
+	res, err := c2.Session(id).Run(ctx, "after the crash")
 	if err != nil {
 		t.Fatalf("prompt after the crash: %v", err)
 	}
@@ -758,13 +758,13 @@ func TestCrashQueuedPrompt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := pxStartSDK(t, w, "scripted")
-	id := client.NewSessionID()
+	id := c.NewSession().ID()
 	sub := c.SubscribeSessionTree(id)
 	defer sub.Close()
-	if _, err := c.PromptText(ctx, id, "first task"); err != nil {
+	if _, err := c.Session(id).Prompt(ctx, client.Text("first task")); err != nil {
 		t.Fatal(err)
 	}
-	second, err := c.PromptText(ctx, id, "second task")
+	second, err := c.Session(id).Prompt(ctx, client.Text("second task"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,7 +783,7 @@ func TestCrashQueuedPrompt(t *testing.T) {
 	}
 	pxClose(t, c)
 	c2 := pxStartSDK(t, w, "scripted")
-	res, err := c2.Run(ctx, id, "third task")
+	res, err := c2.Session(id).Run(ctx, "third task")
 	if err != nil || res.FinishReason != event.ReasonCompleted {
 		t.Fatalf("after the crash: %v (%q)", err, res.FinishReason)
 	}

@@ -44,7 +44,7 @@ func TestLoadSDK(t *testing.T) {
 
 	ids := make([]string, loadSessions)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("load-%03d-%s", i, client.NewSessionID())
+		ids[i] = fmt.Sprintf("load-%03d-%s", i, newSessionID())
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -55,7 +55,7 @@ func TestLoadSDK(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for turn := 1; turn <= loadTurns; turn++ {
-				res, err := c.Run(ctx, id, fmt.Sprintf("session %d turn %d", i, turn))
+				res, err := c.Session(id).Run(ctx, fmt.Sprintf("session %d turn %d", i, turn))
 				if err != nil {
 					errs <- fmt.Errorf("session %s turn %d: %w", id, turn, err)
 					return

@@ -74,7 +74,7 @@ func memoryOnce(b *testing.B) (idleKB, peakKB int64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := c.Run(ctx, fmt.Sprintf("mem-%d", i), "go"); err != nil {
+			if _, err := c.Session(fmt.Sprintf("mem-%d", i)).Run(ctx, "go"); err != nil {
 				errs <- err
 			}
 		}()

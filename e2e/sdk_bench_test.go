@@ -207,7 +207,7 @@ const sdkNotifSteps, sdkNotifSessions = 100, 4
 
 // sdkRunTurn is one owned run (Client.Run) of session id.
 func sdkRunTurn(ctx context.Context, c *client.Client, id string) error {
-	res, err := c.Run(ctx, id, "go")
+	res, err := c.Session(id).Run(ctx, "go")
 	if err == nil && res.FinishReason != "completed" {
 		err = fmt.Errorf("turn ended %q", res.FinishReason)
 	}
@@ -224,7 +224,7 @@ func sdkPromptTurn(ctx context.Context, c *client.Client, id string) error {
 		return n.Method == protocol.NotifySessionStatus && n.SessionID() == id
 	})
 	defer sub.Close()
-	if _, err := c.PromptText(ctx, id, "go"); err != nil {
+	if _, err := c.Session(id).Prompt(ctx, client.Text("go")); err != nil {
 		return err
 	}
 	running := false

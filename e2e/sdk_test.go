@@ -206,7 +206,7 @@ func TestSDKTextTurn(t *testing.T) {
 	w := newWorld(t, srv.Env()...)
 	c := startSDK(t, w, sdkConfig(w))
 
-	res, err := c.Run(sdkCtx(t), "sdk-text", "say hello")
+	res, err := c.Session("sdk-text").Run(sdkCtx(t), "say hello")
 	if err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, strings.Join(c.StderrTail(), "\n"))
 	}
@@ -265,7 +265,7 @@ func TestSDKBashTurn(t *testing.T) {
 	w := newWorld(t, srv.Env()...)
 	c := startSDK(t, w, sdkConfig(w))
 
-	res, err := c.Run(sdkCtx(t), "sdk-bash", "run the marker command")
+	res, err := c.Session("sdk-bash").Run(sdkCtx(t), "run the marker command")
 	if err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, strings.Join(c.StderrTail(), "\n"))
 	}
@@ -332,7 +332,7 @@ func TestSDKTwoSessionsAtOnce(t *testing.T) {
 	results := map[string]*out{"sdk-alpha": {}, "sdk-beta": {}}
 	for id, o := range results {
 		wg.Go(func() {
-			o.res, o.err = c.Run(ctx, id, strings.TrimPrefix(id, "sdk-")+" question")
+			o.res, o.err = c.Session(id).Run(ctx, strings.TrimPrefix(id, "sdk-")+" question")
 		})
 	}
 	// Both turns are in flight at the model before either is answered.
@@ -466,7 +466,7 @@ func TestSDKMalformedLinesMidTraffic(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := c.Run(ctx, "sdk-garbage", "first question")
+		res, err := c.Session("sdk-garbage").Run(ctx, "first question")
 		done <- out{res, err}
 	}()
 	if !srv.WaitCount(1, sdkTimeout) {
@@ -482,7 +482,7 @@ func TestSDKMalformedLinesMidTraffic(t *testing.T) {
 
 	// And between requests.
 	pipes.inject(t, garbage)
-	res, err := c.Run(ctx, "sdk-garbage", "second question")
+	res, err := c.Session("sdk-garbage").Run(ctx, "second question")
 	if err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -791,7 +791,7 @@ func TestSDKProfileAlias(t *testing.T) {
 	for _, args := range [][]string{{"--profile", "sdk"}, {"--profile=sdk"}} {
 		c := startSDK(t, w, sdkConfig(w, args...))
 		if args[0] == "--profile" {
-			res, err := c.Run(sdkCtx(t), "sdk-profile", "hello")
+			res, err := c.Session("sdk-profile").Run(sdkCtx(t), "hello")
 			if err != nil {
 				t.Fatalf("%v: run: %v", args, err)
 			}
@@ -841,7 +841,7 @@ func TestSDKLaunchEnv(t *testing.T) {
 	if init.ServerInfo.Name != protocol.ServerName {
 		t.Errorf("initialize result %+v", init)
 	}
-	res, err := c.Run(ctx, "sdk-env", "where are you?")
+	res, err := c.Session("sdk-env").Run(ctx, "where are you?")
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -878,7 +878,7 @@ func TestSDKResumeAcrossProcesses(t *testing.T) {
 	w := newWorld(t, srv.Env()...)
 
 	c1 := startSDK(t, w, sdkConfig(w))
-	res1, err := c1.Run(sdkCtx(t), "sdk-resume", "first question")
+	res1, err := c1.Session("sdk-resume").Run(sdkCtx(t), "first question")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -886,7 +886,7 @@ func TestSDKResumeAcrossProcesses(t *testing.T) {
 	closeSDK(t, c1)
 
 	c2 := startSDK(t, w, sdkConfig(w))
-	res2, err := c2.Run(sdkCtx(t), "sdk-resume", "second question")
+	res2, err := c2.Session("sdk-resume").Run(sdkCtx(t), "second question")
 	if err != nil {
 		t.Fatalf("resumed run: %v\nstderr: %s", err, strings.Join(c2.StderrTail(), "\n"))
 	}
@@ -980,13 +980,13 @@ func TestSDKCancelAndCloseSession(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := c.Run(ctx, "sdk-cancel", "wait forever")
+		res, err := c.Session("sdk-cancel").Run(ctx, "wait forever")
 		done <- out{res, err}
 	}()
 	if !srv.WaitCount(1, sdkTimeout) {
 		t.Fatal("the turn never reached the model")
 	}
-	if err := c.Cancel(ctx, "sdk-cancel"); err != nil {
+	if err := c.Session("sdk-cancel").Cancel(ctx); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	o := <-done
@@ -1001,11 +1001,11 @@ func TestSDKCancelAndCloseSession(t *testing.T) {
 	case <-time.After(sdkTimeout):
 		t.Error("the model request was not abandoned")
 	}
-	if err := c.CloseSession(ctx, "sdk-cancel"); err != nil {
+	if err := c.Session("sdk-cancel").Close(ctx); err != nil {
 		t.Fatalf("close session: %v", err)
 	}
 	var re *client.ResponseError
-	if err := c.Cancel(ctx, "sdk-unknown"); !errors.As(err, &re) || re.Code != -32603 {
+	if err := c.Session("sdk-unknown").Cancel(ctx); !errors.As(err, &re) || re.Code != -32603 {
 		t.Errorf("cancel of an unknown session: %v", err)
 	}
 	// Closed before the runtime ends: the log is complete already.
@@ -1103,7 +1103,7 @@ func TestSDKHostPermission(t *testing.T) {
 	if _, err := c.Initialize(ctx, protocol.InitializeParams{Cwd: w.Cwd, Capabilities: &protocol.ClientCapabilities{Permissions: true}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Run(ctx, "sdk-perm", "write two files")
+	res, err := c.Session("sdk-perm").Run(ctx, "write two files")
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

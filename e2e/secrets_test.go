@@ -13,7 +13,6 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model/modeltest"
-	"github.com/dsh-dev/dsh/sdkrpc/client"
 )
 
 // secTools is the step that probes the environment of the bash tool:
@@ -107,14 +106,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	all := c.Subscribe(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sdkID := client.NewSessionID()
+	sdkID := newSessionID()
 	want := []string{event.ReasonCompleted, event.ReasonError, event.ReasonError}
 	for i, prompt := range []string{"sdk door: inspect the environment", "sdk door: again", "sdk door: once more"} {
-		res, err := c.Run(ctx, sdkID, prompt)
+		res, err := c.Session(sdkID).Run(ctx, prompt)
 		if err != nil {
 			t.Fatalf("sdk turn %d: %v", i+1, err)
 		}
-		if res.FinishReason != want[i] {
+		if string(res.FinishReason) != want[i] {
 			t.Fatalf("sdk turn %d ended %q, want %q", i+1, res.FinishReason, want[i])
 		}
 	}
@@ -126,7 +125,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		seen = append(seen, n.Method+" "+string(n.Params))
 	}
 	// A request that fails carries its error text through the client too.
-	if err := c.Cancel(ctx, "no-such-session"); err != nil {
+	if err := c.Session("no-such-session").Cancel(ctx); err != nil {
 		seen = append(seen, err.Error())
 	}
 	pxClose(t, c)

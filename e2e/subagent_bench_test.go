@@ -91,7 +91,7 @@ func BenchmarkDelegationE2E(b *testing.B) {
 		agentOf := map[string]string{}
 		took := map[string]time.Duration{}
 		var bad error
-		res, err := c.RunBlocks(ctx, sid, []json.RawMessage{protocol.TextBlock("PARENT bench: delegate")}, func(n client.Notification) {
+		res, err := c.Session(sid).RunBlocks(ctx, []client.Block{client.Text("PARENT bench: delegate")}, client.OnNotification(func(n client.Notification) {
 			if n.Method != protocol.NotifySessionEvent || n.SessionID() != sid {
 				return
 			}
@@ -127,7 +127,7 @@ func BenchmarkDelegationE2E(b *testing.B) {
 				}
 				took[agentOf[r.ToolCallID]] = now.Sub(started[r.ToolCallID])
 			}
-		})
+		}))
 		switch {
 		case err != nil:
 			b.Fatalf("run: %v\nstderr: %v", err, c.StderrTail())
@@ -142,14 +142,14 @@ func BenchmarkDelegationE2E(b *testing.B) {
 	cold, pooled := map[string]time.Duration{}, map[string]time.Duration{}
 	n := 0
 	for b.Loop() {
-		sid := client.NewSessionID()
+		sid := newSessionID()
 		for a, d := range turn(sid) {
 			cold[a] += d
 		}
 		for a, d := range turn(sid) {
 			pooled[a] += d
 		}
-		if err := c.CloseSession(ctx, sid); err != nil {
+		if err := c.Session(sid).Close(ctx); err != nil {
 			b.Fatal(err)
 		}
 		n++

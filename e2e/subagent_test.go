@@ -491,7 +491,7 @@ func (sw *saWorld) startTurn(t *testing.T, door string, plan saPlan) *saTurn {
 		sub := c.Subscribe(func(n client.Notification) bool {
 			return n.Method == protocol.NotifySubagentStarted || n.Method == protocol.NotifySubagentFinished
 		})
-		sid := client.NewSessionID()
+		sid := newSessionID()
 		type ran struct {
 			res *client.RunResult
 			err error
@@ -500,13 +500,13 @@ func (sw *saWorld) startTurn(t *testing.T, door string, plan saPlan) *saTurn {
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), saTimeout)
 			defer cancel()
-			res, err := c.Run(ctx, sid, prompt)
+			res, err := c.Session(sid).Run(ctx, prompt)
 			done <- ran{res, err}
 		}()
 		st.cancel = func() {
 			ctx, cancel := context.WithTimeout(context.Background(), saTimeout)
 			defer cancel()
-			if err := c.Cancel(ctx, sid); err != nil {
+			if err := c.Session(sid).Cancel(ctx); err != nil {
 				t.Fatalf("session/cancel: %v", err)
 			}
 		}
@@ -517,7 +517,7 @@ func (sw *saWorld) startTurn(t *testing.T, door string, plan saPlan) *saTurn {
 			if r.err != nil {
 				t.Fatalf("run: %v\nstderr:\n%s", r.err, strings.Join(c.StderrTail(), "\n"))
 			}
-			o := saOutcome{SessionID: sid, Stop: r.res.FinishReason, Final: r.res.FinalResponse, Results: map[string]saResult{}}
+			o := saOutcome{SessionID: sid, Stop: string(r.res.FinishReason), Final: r.res.FinalResponse, Results: map[string]saResult{}}
 			for _, ev := range r.res.Events {
 				if ev.Type != event.TypeToolResult || !ev.IsAppend() {
 					continue
@@ -1214,7 +1214,7 @@ func TestSubagentPooledReuse(t *testing.T) {
 
 	turn := func(sid string) (pids map[string]int, kids map[string]string) {
 		t.Helper()
-		res, err := c.Run(ctx, sid, plan.parentPrompt())
+		res, err := c.Session(sid).Run(ctx, plan.parentPrompt())
 		if err != nil || res.FinishReason != event.ReasonCompleted {
 			t.Fatalf("run: %v %+v", err, res)
 		}
@@ -1240,7 +1240,7 @@ func TestSubagentPooledReuse(t *testing.T) {
 		}
 		return pids, kids
 	}
-	sid := client.NewSessionID()
+	sid := newSessionID()
 	pids1, kids1 := turn(sid)
 	pids2, kids2 := turn(sid)
 	for _, a := range agents {
@@ -1252,7 +1252,7 @@ func TestSubagentPooledReuse(t *testing.T) {
 		}
 	}
 	// Another parent session does not share the first one's children.
-	res, err := c.Run(ctx, client.NewSessionID(), plan.parentPrompt())
+	res, err := c.NewSession().Run(ctx, plan.parentPrompt())
 	if err != nil || res.FinishReason != event.ReasonCompleted {
 		t.Fatalf("run in a second parent session: %v %+v", err, res)
 	}

@@ -56,10 +56,10 @@ func spawnSDK(ctx context.Context, r *Registry, s spawnSpec) (*sdkChild, error) 
 	return c, nil
 }
 
-func (c *sdkChild) open(context.Context) (string, error) { return client.NewSessionID(), nil }
+func (c *sdkChild) open(context.Context) (string, error) { return c.cl.NewSession().ID(), nil }
 
 func (c *sdkChild) prompt(ctx context.Context, sid, text string) runResult {
-	res, err := c.cl.Run(ctx, sid, text)
+	res, err := c.cl.Session(sid).Run(ctx, text)
 	var r runResult
 	var last *event.TurnEndReason
 	if res != nil {
@@ -131,7 +131,7 @@ func (c *sdkChild) cancel(sid string) {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), c.reg.cancelGrace)
 		defer cancel()
-		if err := c.cl.Cancel(ctx, sid); err != nil {
+		if err := c.cl.Session(sid).Cancel(ctx); err != nil {
 			c.reg.log.Debug("subagent: session/cancel failed", "err", err)
 		}
 	}()
@@ -142,7 +142,7 @@ func (c *sdkChild) cancel(sid string) {
 func (c *sdkChild) finish(ctx context.Context, sid string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := c.cl.CloseSession(ctx, sid); err != nil {
+	if err := c.cl.Session(sid).Close(ctx); err != nil {
 		c.reg.log.Debug("subagent: session/close failed; not reusing the child", "err", err)
 		return false
 	}

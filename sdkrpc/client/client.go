@@ -1,26 +1,37 @@
-// Package client is a Go client of the SDK JSON-RPC runtime (`dsh sdk`), for
-// hosts and for the dsh-sdk subagent gateway. It follows the original
+// Package client is the Go client of the SDK JSON-RPC runtime (`dsh sdk`),
+// for hosts and for the dsh-sdk subagent gateway. It follows the original
 // DeepSeek Harness TypeScript/Python clients (spec dsh-protocols.md §3):
 //
-//   - Spawn starts the runtime with stdin/stdout pipes and keeps the last 400
-//     lines of its stderr for error reports; NewClient speaks over any
-//     io.ReadWriteCloser (in-memory pipes in tests).
-//   - requests carry string ids `req_<uuid hex>`, so they never collide with
-//     anything else on the wire, and an error response with id null (an
-//     answer to an unparseable frame) can never resolve one of ours;
-//   - notifications are delivered, in wire order and before the response that
-//     follows them, to every Subscription whose filter accepts them; the read
-//     goroutine never waits for a subscriber (queues are unbounded);
+//	c, _, err := client.Start(ctx, client.Config{Command: []string{"dsh", "sdk"}},
+//		protocol.InitializeParams{Cwd: "."})
+//	defer c.Close(ctx)
+//	s := c.NewSession()
+//	res, err := s.Run(ctx, "list the Go packages here", client.OnText(func(d string) { fmt.Print(d) }))
+//	// res.FinalResponse, res.FinishReason == client.FinishCompleted
+//
+//   - Start spawns the runtime and initializes it; Spawn and NewClient
+//     (any io.ReadWriteCloser) leave initialize to the caller;
+//   - a Session is a handle on one session id: Run (prompt, then collect
+//     from the enqueue receipt through idle, with live text deltas on the
+//     way), Prompt (the receipt only), Events (an iterator of the session's
+//     events), Cancel, Close. Cancelling Run's ctx cancels the turn on the
+//     runtime;
+//   - prompt content is typed (Text, Image), and so are the reasons a turn
+//     ends (FinishReason) and a model call stops (StopReason);
+//   - notifications are delivered, in wire order and before the response
+//     that follows them, to every Subscription whose filter accepts them;
+//     each subscription's unread queue is bounded (see Subscription);
 //   - SubscribeSessionTree follows subagent.started to include descendants;
-//   - Run is the original's owned run: subscribe, prompt, skip to the enqueue
-//     receipt, collect through the root's idle;
 //   - Close is the original's close ladder: shutdown (1 s), stdin EOF and
 //     6 s, SIGTERM and 3 s, SIGKILL and 3 s; the process is always reaped.
+//
+// Requests carry string ids `req_<uuid hex>`, so they never collide with
+// anything else on the wire, and an error response with id null (an answer
+// to an unparseable frame) can never resolve one of ours.
 package client
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +42,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-dev/dsh/sdkrpc/dispatch"
@@ -60,7 +70,16 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// MaxLineBytes caps one incoming line (0: ndjson.DefaultMaxLineBytes).
 	MaxLineBytes int
+	// SubscriptionBufferBytes bounds the notifications one subscription
+	// holds unread, counted by their params' size (0:
+	// DefaultSubscriptionBufferBytes). See Subscription for the policy.
+	SubscriptionBufferBytes int
 }
+
+// DefaultSubscriptionBufferBytes is the default bound of one
+// subscription's unread notifications: 64 MiB, room for hundreds of
+// thousands of events (a whole long turn's live stream).
+const DefaultSubscriptionBufferBytes = 64 << 20
 
 // RequestHandler serves one server → client request. Its result is the
 // reply; an error is sent as -32603 with its message, or with the code,
@@ -89,7 +108,8 @@ type Client struct {
 	mu           sync.Mutex
 	closing      bool
 	closeStarted bool
-	dead         error         // *TransportClosedError once the transport is gone
+	info         protocol.InitializeResult // of the last successful Initialize
+	dead         error                     // *TransportClosedError once the transport is gone
 	deadCh       chan struct{} // closed once dead is set
 	closeDone    chan struct{}
 	closeErr     error
@@ -108,6 +128,9 @@ func newClient(r io.Reader, w io.Writer, closer io.Closer, proc *process, opts O
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.SubscriptionBufferBytes <= 0 {
+		opts.SubscriptionBufferBytes = DefaultSubscriptionBufferBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -204,19 +227,6 @@ func (c *Client) StderrTail() []string {
 	return c.proc.tail.Lines()
 }
 
-// NewRequestID returns a fresh request id `req_<uuid hex>`.
-func NewRequestID() string {
-	u := uuid.New()
-	return "req_" + hex.EncodeToString(u[:])
-}
-
-// NewSessionID returns a fresh session id `session-<uuid hex>`, as the
-// original clients make them.
-func NewSessionID() string {
-	u := uuid.New()
-	return "session-" + hex.EncodeToString(u[:])
-}
-
 // Request sends a request and decodes its result into result (which may be
 // nil). Errors: *ResponseError for an error response, *TimeoutError when
 // RequestTimeout or ctx's deadline passes, *TransportClosedError when the
@@ -239,7 +249,7 @@ func (c *Client) request(ctx context.Context, method string, params, result any,
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &TimeoutError{Method: method, After: timeout})
 		defer cancel()
 	}
-	id := jsonrpc2.ID{Str: NewRequestID(), IsString: true}
+	id := jsonrpc2.ID{Str: newRequestID(), IsString: true}
 	// DispatchCall writes synchronously and jsonrpc2 ignores ctx while
 	// writing; a runtime that stopped reading would block us past any
 	// deadline, so the write runs aside and we wait for it or ctx.
@@ -336,43 +346,10 @@ func (c *Client) Initialize(ctx context.Context, p protocol.InitializeParams) (p
 	if err := json.Unmarshal(raw, &res); err != nil || res.ServerInfo.Name == "" {
 		return res, &ProtocolError{Msg: "initialize result requires serverInfo.name: " + string(raw)}
 	}
+	c.mu.Lock()
+	c.info = res
+	c.mu.Unlock()
 	return res, nil
-}
-
-// Prompt enqueues blocks as the next user message of sessionID and returns
-// the message id (an enqueue receipt, not an answer). Subscribe before
-// prompting: the receipt notification precedes the response.
-func (c *Client) Prompt(ctx context.Context, sessionID string, blocks []json.RawMessage) (string, error) {
-	if blocks == nil {
-		blocks = []json.RawMessage{}
-	}
-	var res struct {
-		MessageID json.RawMessage `json:"messageId"`
-	}
-	if err := c.Request(ctx, protocol.MethodSessionPrompt, protocol.SessionPromptParams{SessionID: sessionID, ContentBlocks: blocks}, &res); err != nil {
-		return "", err
-	}
-	var id string
-	if json.Unmarshal(res.MessageID, &id) != nil || id == "" {
-		return "", &ProtocolError{Msg: "session/prompt result requires a string messageId"}
-	}
-	return id, nil
-}
-
-// PromptText is Prompt with one text block.
-func (c *Client) PromptText(ctx context.Context, sessionID, text string) (string, error) {
-	return c.Prompt(ctx, sessionID, []json.RawMessage{protocol.TextBlock(text)})
-}
-
-// Cancel asks the runtime to end sessionID's running turn `aborted` (our
-// session/cancel).
-func (c *Client) Cancel(ctx context.Context, sessionID string) error {
-	return c.Request(ctx, protocol.MethodSessionCancel, protocol.SessionCancelParams{SessionID: sessionID}, nil)
-}
-
-// CloseSession asks the runtime to dispose sessionID (our session/close).
-func (c *Client) CloseSession(ctx context.Context, sessionID string) error {
-	return c.Request(ctx, protocol.MethodSessionClose, protocol.SessionCloseParams{SessionID: sessionID}, nil)
 }
 
 // OnRequest installs the handler of server → client requests named method
@@ -420,7 +397,7 @@ func (c *Client) serveRequest(ctx context.Context, call *dispatch.Call) (any, er
 // keep them cheap; a filter that panics fails only its own subscription. A
 // subscription made after the transport died is born failed.
 func (c *Client) Subscribe(filter func(Notification) bool) *Subscription {
-	s := &Subscription{c: c, filter: filter, wake: make(chan struct{}, 1)}
+	s := &Subscription{c: c, filter: filter, wake: make(chan struct{}, 1), limit: c.opts.SubscriptionBufferBytes}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead != nil {
@@ -457,11 +434,11 @@ func (c *Client) unsubscribe(s *Subscription) {
 // rootID or a descendant, or whose child is rootID. Descendants are known
 // from every subagent.started the client has seen, kept for its lifetime.
 func (c *Client) SubscribeSessionTree(rootID string) *Subscription {
-	return c.Subscribe(func(n Notification) bool { return c.InTree(rootID, n) })
+	return c.Subscribe(func(n Notification) bool { return c.inTree(rootID, n) })
 }
 
-// InTree reports whether n belongs to the session tree rooted at rootID.
-func (c *Client) InTree(rootID string, n Notification) bool {
+// inTree reports whether n belongs to the session tree rooted at rootID.
+func (c *Client) inTree(rootID string, n Notification) bool {
 	switch n.Method {
 	case protocol.NotifySubagentStarted, protocol.NotifySubagentFinished:
 		return n.childID == rootID || c.descendsFrom(n.parentID, rootID)

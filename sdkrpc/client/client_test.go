@@ -80,7 +80,7 @@ func TestClient_ProtocolErrors(t *testing.T) {
 	if _, err := c.Initialize(tctx(t), protocol.InitializeParams{}); !errors.As(err, &pe) || !strings.HasPrefix(pe.Msg, "initialize result requires serverInfo.name") {
 		t.Errorf("initialize: %v", err)
 	}
-	if _, err := c.PromptText(tctx(t), "s", "hi"); !errors.As(err, &pe) || pe.Msg != "session/prompt result requires a string messageId" {
+	if _, err := c.Session("s").Prompt(tctx(t), Text("hi")); !errors.As(err, &pe) || pe.Msg != "session/prompt result requires a string messageId" {
 		t.Errorf("prompt: %v", err)
 	}
 }
@@ -99,8 +99,8 @@ func TestClient_RequestIDsAreReqUUIDHex(t *testing.T) {
 			t.Errorf("id %s", call.ID)
 		}
 	}
-	if !regexp.MustCompile(`^session-[0-9a-f]{32}$`).MatchString(NewSessionID()) {
-		t.Error(NewSessionID())
+	if !regexp.MustCompile(`^session-[0-9a-f]{32}$`).MatchString(newSessionID()) {
+		t.Error(newSessionID())
 	}
 }
 
@@ -146,9 +146,9 @@ func runScript(kind string) func(context.Context, *fakeServer, *dispatch.Call) (
 func TestClient_Run_CollectsFromReceiptThroughRootIdle(t *testing.T) {
 	c, _ := newFake(t, Options{}, runScript("completed"))
 	var seen []string
-	res, err := c.RunBlocks(tctx(t), "root", []json.RawMessage{protocol.TextBlock("say hello")}, func(n Notification) {
+	res, err := c.Session("root").RunBlocks(tctx(t), []Block{Text("say hello")}, OnNotification(func(n Notification) {
 		seen = append(seen, n.Method)
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestClient_Run_CollectsFromReceiptThroughRootIdle(t *testing.T) {
 
 func TestClient_Run_FinishReasonMaxTokens(t *testing.T) {
 	c, _ := newFake(t, Options{}, runScript("max-tokens"))
-	res, err := c.Run(tctx(t), "", "hi")
+	res, err := c.NewSession().Run(tctx(t), "hi")
 	if err != nil || res.FinishReason != "max-tokens" || !strings.HasPrefix(res.SessionID, "session-") {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -200,7 +200,7 @@ func TestClient_Run_ProtocolErrors(t *testing.T) {
 				f.rawEvent("s", json.RawMessage(ev))
 				return protocol.SessionPromptResult{MessageID: "m"}, nil
 			})
-			res, err := c.Run(tctx(t), "s", "x")
+			res, err := c.Session("s").Run(tctx(t), "x")
 			var pe *ProtocolError
 			if !errors.As(err, &pe) || pe.Msg != name {
 				t.Fatalf("err = %v", err)
@@ -223,7 +223,7 @@ func TestClient_Run_CtxCancelReturnsPartialResult(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	res, err := c.Run(ctx, "s", "x")
+	res, err := c.Session("s").Run(ctx, "x")
 	if !errors.Is(err, context.DeadlineExceeded) || res.FinalResponse != "partial" {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -357,7 +357,7 @@ func TestClient_Timeouts(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	start := time.Now()
-	_, err := c.PromptText(context.Background(), "s", "x")
+	_, err := c.Session("s").Prompt(context.Background(), Text("x"))
 	var te *TimeoutError
 	if !errors.As(err, &te) || err.Error() != "session/prompt timed out after 50ms waiting for the DeepSeek Harness runtime" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
@@ -493,10 +493,10 @@ func TestClient_CancelAndCloseSession(t *testing.T) {
 	c, f := newFake(t, Options{}, func(ctx context.Context, f *fakeServer, call *dispatch.Call) (any, error) {
 		return protocol.Empty{}, nil
 	})
-	if err := c.Cancel(tctx(t), "s1"); err != nil {
+	if err := c.Session("s1").Cancel(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.CloseSession(tctx(t), "s2"); err != nil {
+	if err := c.Session("s2").Close(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(f.callsOf(protocol.MethodSessionCancel)[0].Params); got != `{"sessionId":"s1"}` {

@@ -93,3 +93,17 @@ type FilterPanicError struct {
 func (e *FilterPanicError) Error() string {
 	return fmt.Sprintf("notification filter panicked: %v", e.Value)
 }
+
+// OverflowError ends a subscription whose subscriber fell too far behind:
+// its unread notifications reached Options.SubscriptionBufferBytes. The
+// notifications queued before it stay readable.
+type OverflowError struct {
+	Queued int // notifications unread when it overflowed
+	Bytes  int // their params bytes
+	Limit  int
+}
+
+func (e *OverflowError) Error() string {
+	return fmt.Sprintf("subscription overflowed: %d notifications (%d bytes) unread, limit %d bytes; read faster or raise Options.SubscriptionBufferBytes",
+		e.Queued, e.Bytes, e.Limit)
+}

@@ -15,85 +15,91 @@ type RunResult struct {
 	// FinalResponse is the joined text blocks of the last root
 	// assistant/message ("" if none).
 	FinalResponse string
-	// FinishReason is the reason.kind of the last root turn/end ("" if
-	// none): completed, aborted, error, max-tokens, blocked, ...
-	FinishReason string
+	// FinishReason is how the last root turn ended ("" if none ended).
+	FinishReason FinishReason
 	// Events are the root session's events, from the receipt through the
-	// last event before idle.
+	// last event before idle, the live stream included.
 	Events []event.Event
 	// Notifications are all notifications of the session tree, from the
 	// receipt through the root's session.status idle, in wire order.
 	Notifications []Notification
 }
 
-// Run is RunBlocks with input as one text block.
-func (c *Client) Run(ctx context.Context, sessionID, input string) (*RunResult, error) {
-	return c.RunBlocks(ctx, sessionID, []json.RawMessage{protocol.TextBlock(input)}, nil)
+// collector folds the notifications of one run into its result.
+type collector struct {
+	res     *RunResult
+	root    string
+	opts    *runOptions
+	started bool
 }
 
-// RunBlocks is the original clients' owned run (spec §3.1): subscribe to
-// the session tree, prompt, skip notifications until the receipt (the root's
-// agent/inbox/spliced inserting our message id), then collect until the
-// root's session.status idle, inclusive. An empty sessionID gets a fresh
-// `session-<uuid hex>`. onNotification, if set, sees every collected
-// notification as it is collected, on the caller's goroutine.
-//
-// On error (ctx done, transport gone, protocol error) the result holds what
-// was collected so far, so a caller can report partial output.
-func (c *Client) RunBlocks(ctx context.Context, sessionID string, blocks []json.RawMessage, onNotification func(Notification)) (*RunResult, error) {
-	if sessionID == "" {
-		sessionID = NewSessionID()
-	}
-	res := &RunResult{SessionID: sessionID}
-	sub := c.SubscribeSessionTree(sessionID)
-	defer sub.Close()
-	msgID, err := c.Prompt(ctx, sessionID, blocks)
-	if err != nil {
-		return res, err
-	}
-	res.MessageID = msgID
-	started := false
+// collect reads sub until the root goes idle (nil), or fails.
+func (c *collector) collect(ctx context.Context, sub *Subscription) error {
 	for {
 		n, err := sub.Next(ctx)
 		if err != nil {
-			return res, err
+			return err
 		}
-		root := n.sessionID == sessionID
-		if !started {
-			if !root || n.Method != protocol.NotifySessionEvent {
-				continue
-			}
-			p, err := n.Event()
-			if err != nil || !protocol.IsReceipt(p.Event, msgID) {
-				continue
-			}
-			started = true
+		idle, err := c.add(n)
+		if err != nil || idle {
+			return err
 		}
-		res.Notifications = append(res.Notifications, n)
-		if onNotification != nil {
-			onNotification(n)
+	}
+}
+
+// add takes one notification; idle reports the root's session.status idle.
+func (c *collector) add(n Notification) (idle bool, err error) {
+	root := n.sessionID == c.root
+	if !c.started {
+		if !root || n.Method != protocol.NotifySessionEvent {
+			return false, nil
 		}
-		if !root {
-			continue
+		p, err := n.Event()
+		if err != nil || !protocol.IsReceipt(p.Event, c.res.MessageID) {
+			return false, nil
 		}
-		switch n.Method {
-		case protocol.NotifySessionEvent:
-			p, err := n.Event()
-			if err != nil {
-				return res, err
-			}
-			res.Events = append(res.Events, p.Event)
-			if err := res.fold(p.Event); err != nil {
-				return res, err
-			}
-		case protocol.NotifySessionStatus:
-			st, err := n.Status()
-			if err != nil {
-				return res, err
-			}
-			if st.Status == protocol.StatusIdle {
-				return res, nil
-			}
+		c.started = true
+	}
+	c.res.Notifications = append(c.res.Notifications, n)
+	if c.opts.onNotification != nil {
+		c.opts.onNotification(n)
+	}
+	if !root {
+		return false, nil
+	}
+	switch n.Method {
+	case protocol.NotifySessionEvent:
+		p, err := n.Event()
+		if err != nil {
+			return false, err
+		}
+		c.res.Events = append(c.res.Events, p.Event)
+		if err := c.res.fold(p.Event); err != nil {
+			return false, err
+		}
+		c.notify(Event{SessionID: p.SessionID, Event: p.Event})
+	case protocol.NotifySessionStatus:
+		st, err := n.Status()
+		if err != nil {
+			return false, err
+		}
+		return st.Status == protocol.StatusIdle, nil
+	}
+	return false, nil
+}
+
+func (c *collector) notify(ev Event) {
+	if c.opts.onEvent != nil {
+		c.opts.onEvent(ev)
+	}
+	if c.opts.onText != nil {
+		if d, ok := ev.TextDelta(); ok {
+			c.opts.onText(d)
+		}
+	}
+	if c.opts.onReasoning != nil {
+		if d, ok := ev.ReasoningDelta(); ok {
+			c.opts.onReasoning(d)
 		}
 	}
 }
@@ -114,16 +120,24 @@ func (r *RunResult) fold(ev event.Event) error {
 		}
 		r.FinalResponse = event.JoinText(content)
 	case event.TypeTurnEnd:
-		var d struct {
-			Reason struct {
-				Kind json.RawMessage `json:"kind"`
-			} `json:"reason"`
-		}
-		var kind string
-		if json.Unmarshal(ev.Data, &d) != nil || json.Unmarshal(d.Reason.Kind, &kind) != nil {
-			return &ProtocolError{Msg: "turn/end event requires a string data.reason.kind"}
+		kind, err := turnEndKind(ev)
+		if err != nil {
+			return err
 		}
 		r.FinishReason = kind
 	}
 	return nil
+}
+
+func turnEndKind(ev event.Event) (FinishReason, error) {
+	var d struct {
+		Reason struct {
+			Kind json.RawMessage `json:"kind"`
+		} `json:"reason"`
+	}
+	var kind string
+	if json.Unmarshal(ev.Data, &d) != nil || json.Unmarshal(d.Reason.Kind, &kind) != nil {
+		return "", &ProtocolError{Msg: "turn/end event requires a string data.reason.kind"}
+	}
+	return FinishReason(kind), nil
 }

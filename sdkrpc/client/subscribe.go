@@ -99,19 +99,31 @@ func newNotification(method string, params json.RawMessage) Notification {
 	return n
 }
 
-// Subscription is an ordered, unbounded queue of the notifications that
-// passed its filter since it was created. The read goroutine only appends,
-// so a slow subscriber never delays the connection or other subscribers.
+// Subscription is an ordered queue of the notifications that passed its
+// filter since it was created.
+//
+// The policy for a slow subscriber: the read goroutine only appends, so a
+// subscriber that reads slowly delays only its own delivery — never the
+// connection, the responses of requests, or other subscribers. Its unread
+// notifications are bounded (Options.SubscriptionBufferBytes, by the size
+// of their params; one notification is always accepted into an empty
+// queue): a subscriber that falls that far behind is failed with an
+// *OverflowError instead of growing memory without end. What it had queued
+// stays readable; Next returns the error after it. Only that subscription
+// ends: the client and every other subscription go on.
+//
 // When the transport dies the queue stays drainable and Next then returns
 // the *TransportClosedError; Close (of the subscription or the client)
 // drops it.
 type Subscription struct {
 	c      *Client
 	filter func(Notification) bool
+	limit  int // bytes of unread params
 
 	mu     sync.Mutex
 	q      []Notification
 	head   int
+	bytes  int   // params bytes queued unread
 	err    error // terminal: returned once the queue is drained
 	closed bool
 	wake   chan struct{}
@@ -149,6 +161,7 @@ func (s *Subscription) pop() (Notification, bool, error) {
 		n := s.q[s.head]
 		s.q[s.head] = Notification{}
 		s.head++
+		s.bytes -= len(n.Params)
 		if s.head == len(s.q) {
 			s.q, s.head = s.q[:0], 0
 		}
@@ -165,7 +178,7 @@ func (s *Subscription) Close() {
 		return
 	}
 	s.closed = true
-	s.q, s.head = nil, 0
+	s.q, s.head, s.bytes = nil, 0, 0
 	s.mu.Unlock()
 	s.signal()
 	if s.c != nil {
@@ -190,12 +203,22 @@ func (s *Subscription) offer(n Notification) {
 		s.mu.Unlock()
 		return
 	}
+	if s.limit > 0 && s.head < len(s.q) && s.bytes+len(n.Params) > s.limit {
+		queued := len(s.q) - s.head
+		if s.err == nil {
+			s.err = &OverflowError{Queued: queued, Bytes: s.bytes, Limit: s.limit}
+		}
+		s.mu.Unlock()
+		s.signal()
+		return
+	}
 	if s.head > 1024 && s.head > len(s.q)/2 {
 		m := copy(s.q, s.q[s.head:])
 		clear(s.q[m:])
 		s.q, s.head = s.q[:m], 0
 	}
 	s.q = append(s.q, n)
+	s.bytes += len(n.Params)
 	s.mu.Unlock()
 	s.signal()
 }
@@ -217,7 +240,7 @@ func (s *Subscription) fail(err error, drainable bool) {
 		s.err = err
 	}
 	if !drainable {
-		s.q, s.head = nil, 0
+		s.q, s.head, s.bytes = nil, 0, 0
 	}
 	s.mu.Unlock()
 	s.signal()
