@@ -1,29 +1,29 @@
 // Package client is the Go client of the SDK JSON-RPC runtime (`dsh sdk`),
 // for hosts and for the dsh-sdk subagent gateway. It follows the original
-// DeepSeek Harness TypeScript/Python clients (spec dsh-protocols.md §3):
+// DeepSeek Harness TypeScript/Python clients (spec dsh-protocols.md §3).
 //
-//		c, _, err := client.Start(ctx, client.Config{Command: []string{"dsh", "sdk"}},
-//			protocol.InitializeParams{Cwd: "."})
-//		defer c.Close(ctx)
-//		s := c.NewSession()
-//		res, err := s.Run(ctx, "list the Go packages here", client.OnText(func(d string) { fmt.Print(d) }))
-//		// res.FinalResponse, res.FinishReason == client.FinishCompleted
+//	c, _, err := client.Start(ctx, client.Config{Command: []string{"dsh", "sdk"}},
+//		protocol.InitializeParams{Cwd: "."})
+//	defer c.Close(ctx)
+//	s := c.NewSession()
+//	res, err := s.Run(ctx, "list the Go packages here", client.OnText(func(d string) { fmt.Print(d) }))
+//	// res.FinalResponse, res.FinishReason == client.FinishCompleted
 //
-//	  - Start spawns the runtime and initializes it; Spawn and NewClient
-//	    (any io.ReadWriteCloser) leave initialize to the caller;
-//	  - a Session is a handle on one session id: Run (prompt, then collect
-//	    from the enqueue receipt through idle, with live text deltas on the
-//	    way), Prompt (the receipt only), Events (an iterator of the session's
-//	    events), Cancel, Close. Cancelling Run's ctx cancels the turn on the
-//	    runtime;
-//	  - prompt content is typed (Text, Image), and so are the reasons a turn
-//	    ends (FinishReason) and a model call stops (StopReason);
-//	  - notifications are delivered, in wire order and before the response
-//	    that follows them, to every Subscription whose filter accepts them;
-//	    each subscription's unread queue is bounded (see Subscription);
-//	  - SubscribeSessionTree follows subagent.started to include descendants;
-//	  - Close is the original's close ladder: shutdown (1 s), stdin EOF and
-//	    6 s, SIGTERM and 3 s, SIGKILL and 3 s; the process is always reaped.
+// Start spawns the runtime and initializes it; Spawn and NewClient (any
+// io.ReadWriteCloser) leave initialize to the caller. A Session is a handle
+// on one session id: Run (prompt, then collect from the enqueue receipt
+// through idle, with live text deltas on the way), Prompt (the receipt
+// only), Events (an iterator of the session's events), Cancel, Close.
+// Cancelling Run's ctx cancels the turn on the runtime. Prompt content is
+// typed (Text, Image), and so are the reasons a turn ends (FinishReason) and
+// a model call stops (StopReason).
+//
+// Notifications are delivered, in wire order and before the response that
+// follows them, to every Subscription whose filter accepts them; each
+// subscription's unread queue is bounded (see Subscription).
+// SubscribeSessionTree follows subagent.started to include descendants.
+// Close is the original's close ladder: shutdown (1 s), stdin EOF and 6 s,
+// SIGTERM and 3 s, SIGKILL and 3 s; the process is always reaped.
 //
 // Requests carry string ids `req_<uuid hex>`, so they never collide with
 // anything else on the wire, and an error response with id null (an answer
