@@ -313,8 +313,23 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
 	amEv := event.New(event.TypeAssistantMessage, am)
 	amEv.SourceEventSeqs = srcSeqs
-	if _, err := s.commitWith(amEv, am); err != nil {
+	// The message and the calls it made are one write: a crash between
+	// them would leave calls that repair answers but no tool/call names.
+	evs, payloads := []event.Event{amEv}, []any{am}
+	for _, c := range calls {
+		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		if t, repaired := s.rt.resolveTool(c.Name); repaired {
+			tc.RepairedName = t.Name()
+		}
+		evs, payloads = append(evs, event.New(event.TypeToolCall, tc)), append(payloads, tc)
+	}
+	committed, err := s.commitAll(evs, payloads)
+	if err != nil {
 		return nil, err
+	}
+	callSeqs := make(map[string]int64, len(calls))
+	for i, c := range calls {
+		callSeqs[c.ID] = committed[i+1].Seq
 	}
 
 	var end *turnEnd
@@ -329,18 +344,6 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			end = &turnEnd{event.TurnEndReason{Kind: event.ReasonCompleted}}
 		}
 		return end, nil
-	}
-	callSeqs := make(map[string]int64, len(calls))
-	for _, c := range calls {
-		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		if t, repaired := s.rt.resolveTool(c.Name); repaired {
-			tc.RepairedName = t.Name()
-		}
-		ev, err := s.emit(event.TypeToolCall, tc)
-		if err != nil {
-			return nil, err
-		}
-		callSeqs[c.ID] = ev.Seq
 	}
 	if end != nil && resp.FinishReason == "length" && !loop.cutRecovered {
 		// Cut off by the output cap inside the last call: run the complete

@@ -238,6 +238,26 @@ func (s *Session) commitWith(ev event.Event, payload any) (event.Event, error) {
 	return s.commitLocked(ev, payload)
 }
 
+// commitAll commits evs (with their typed payloads, same length) as one
+// log write, so a crash keeps all of them or none, then folds and
+// publishes each in order.
+func (s *Session) commitAll(evs []event.Event, payloads []any) ([]event.Event, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	next := s.lg.NextSeq()
+	for i := range evs {
+		evs[i].Seq = next + int64(i)
+	}
+	if err := s.lg.AppendAll(evs...); err != nil {
+		return evs, fmt.Errorf("session %s: commit %s and %d more: %w", s.id, evs[0].Type, len(evs)-1, err)
+	}
+	for i, ev := range evs {
+		s.absorb(ev, payloads[i])
+		s.rt.publish(Notice{Kind: NoticeEvent, SessionID: s.id, Event: ev})
+	}
+	return evs, nil
+}
+
 // commitLocked is commitWith for a caller that holds commitMu.
 func (s *Session) commitLocked(ev event.Event, payload any) (event.Event, error) {
 	ev.Seq = s.lg.NextSeq()

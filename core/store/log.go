@@ -89,17 +89,38 @@ func (l *Log) NextSeq() int64 {
 // and nothing is written. It returns once the line is written, and fsynced
 // if ev's type is a commit point, so the caller may publish ev afterwards.
 // A write or fsync failure is sticky: every later call fails too.
-func (l *Log) Append(ev event.Event) error {
-	if ev.Type == "" {
-		return errors.New("store: append: event has no type")
+func (l *Log) Append(ev event.Event) error { return l.AppendAll(ev) }
+
+// AppendAll writes evs, whose seqs must run on from NextSeq, with one
+// write(2): a process that dies (even by SIGKILL, which the kernel delivers
+// only once the call returns) leaves all of them in the file or none, so
+// facts that belong together — an assistant message and the tool calls it
+// made — are never split by a crash. It returns once they are written, and
+// fsynced if any is a commit point. Nothing is written if one is invalid.
+func (l *Log) AppendAll(evs ...event.Event) error {
+	var rec []byte
+	sync := false
+	for _, ev := range evs {
+		if ev.Type == "" {
+			return errors.New("store: append: event has no type")
+		}
+		if !event.Known(ev.Type) && !ev.Ignorable {
+			// Readers refuse such a log, so never write one.
+			return fmt.Errorf("store: append: unknown event type %q must be marked ignorable", ev.Type)
+		}
+		b, err := encodeRecord(ev)
+		if err != nil {
+			return fmt.Errorf("store: append %s (seq %d): %w", ev.Type, ev.Seq, err)
+		}
+		if rec == nil {
+			rec = b
+		} else {
+			rec = append(rec, b...)
+		}
+		sync = sync || event.CommitPoint(ev.Type)
 	}
-	if !event.Known(ev.Type) && !ev.Ignorable {
-		// Readers refuse such a log, so never write one.
-		return fmt.Errorf("store: append: unknown event type %q must be marked ignorable", ev.Type)
-	}
-	rec, err := encodeRecord(ev)
-	if err != nil {
-		return fmt.Errorf("store: append %s (seq %d): %w", ev.Type, ev.Seq, err)
+	if len(evs) == 0 {
+		return nil
 	}
 	done := make(chan error, 1)
 
@@ -108,18 +129,19 @@ func (l *Log) Append(ev event.Event) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	if ev.Seq != l.next {
-		want := l.next
-		l.mu.Unlock()
-		return &wrapErr{
-			msg: fmt.Sprintf("store: append %s: seq %d is not the next seq %d", ev.Type, ev.Seq, want),
-			err: ErrSequence,
+	for i, ev := range evs {
+		if want := l.next + int64(i); ev.Seq != want {
+			l.mu.Unlock()
+			return &wrapErr{
+				msg: fmt.Sprintf("store: append %s: seq %d is not the next seq %d", ev.Type, ev.Seq, want),
+				err: ErrSequence,
+			}
 		}
 	}
-	l.next++
+	l.next += int64(len(evs))
 	// Sent under mu so records reach the writer in seq order and never
 	// after Close has closed the queue.
-	l.reqs <- request{rec: rec, sync: event.CommitPoint(ev.Type), done: done}
+	l.reqs <- request{rec: rec, sync: sync, done: done}
 	l.mu.Unlock()
 	return <-done
 }
