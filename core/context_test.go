@@ -58,6 +58,19 @@ func (h *harness) runtimeWith(extra func(*Config)) *Runtime {
 	return rt
 }
 
+// reopen closes s and resumes it in rt, as a new process would.
+func reopen(t *testing.T, s *Session, rt *Runtime) *Session {
+	t.Helper()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := rt.Resume(context.Background(), s.ID(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s2
+}
+
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -169,15 +182,7 @@ func TestContextResentOnlyWhenAFactChanges(t *testing.T) {
 	run(t, s, "second")
 	c.set(time.Date(2026, 12, 2, 0, 5, 0, 0, time.UTC))
 	run(t, s, "third")
-	id := s.ID()
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rt2 := h.runtimeWith(func(cfg *Config) { cfg.Now = c.now })
-	s2, err := rt2.Resume(context.Background(), id, SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := reopen(t, s, h.runtimeWith(func(cfg *Config) { cfg.Now = c.now }))
 	run(t, s2, "fourth")
 
 	reqs := h.prov.requests()
@@ -227,15 +232,7 @@ func TestSystemPromptAndToolsByteIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, s, "two")
-	id := s.ID()
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rt2 := h.newRuntime()
-	s2, err := rt2.Resume(context.Background(), id, SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := reopen(t, s, h.newRuntime())
 	run(t, s2, "three")
 	reqs := h.prov.requests()
 	sys0, tools0 := reqs[0].Messages[0].Content, toolBytes(reqs[0].Tools)

@@ -95,21 +95,7 @@ func newHarness(t *testing.T, steps ...stepFunc) *harness {
 	return h
 }
 
-func (h *harness) newRuntime() *Runtime {
-	rt, err := New(Config{
-		Store:          store.New(h.root),
-		NewProvider:    func(string) (model.Provider, error) { return h.prov, nil },
-		Defaults:       event.Config{Provider: "test", Model: "m1"},
-		PermissionMode: permission.ModeFull,
-		Tools:          tool.Builtins(),
-		Backoff:        func(int, time.Duration) time.Duration { return time.Millisecond },
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	return rt
-}
+func (h *harness) newRuntime() *Runtime { return h.runtimeWith(func(*Config) {}) }
 
 func (h *harness) session() *Session {
 	h.t.Helper()
@@ -470,15 +456,7 @@ func TestResumeKeepsRequestsPrefixStable(t *testing.T) {
 	s := h.session()
 	run(t, s, "first")
 	run(t, s, "again")
-	id := s.ID()
-	if err := s.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rt2 := h.newRuntime()
-	s2, err := rt2.Resume(context.Background(), id, SessionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := reopen(t, s, h.newRuntime())
 	run(t, s2, "third")
 	reqs := h.prov.requests()
 	if len(reqs) != 4 {
