@@ -3,10 +3,16 @@ module github.com/dsh-dev/dsh
 go 1.26.0
 
 require (
+	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/creack/pty v1.1.24
 	github.com/google/uuid v1.6.0
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.48.0
+)
+
+require (
+	github.com/JohannesKaufmann/dom v0.3.1 // indirect
+	golang.org/x/net v0.55.0 // indirect
 )

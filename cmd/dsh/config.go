@@ -25,6 +25,9 @@ type fileConfig struct {
 	StepCap         *int            `json:"stepCap"`
 	LogLevel        string          `json:"logLevel"`
 	Subagents       json.RawMessage `json:"subagents"`
+	// WebFetchAllowPrivate lets web_fetch reach loopback and private
+	// network addresses.
+	WebFetchAllowPrivate *bool `json:"webFetchAllowPrivate"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

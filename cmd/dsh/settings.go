@@ -42,6 +42,8 @@ type Settings struct {
 	Depth int
 	// Subagents is the raw "subagents" object of the config file.
 	Subagents json.RawMessage
+	// WebFetchAllowPrivate lets web_fetch reach non-public addresses.
+	WebFetchAllowPrivate bool
 	// Sources says where each setting came from, keyed by its config key:
 	// "flag --model", "environment DSH_MODEL", "config file", "default".
 	Sources map[string]string
@@ -69,6 +71,7 @@ const envDoc = `Environment:
   DSH_PERMISSION_MODE    read-only | ask | auto | full (the original's workspace-write = auto, danger-full-access = full)
   DSH_SCRIPT             script file of the scripted provider
   DSH_STEP_CAP           steps per turn (default 200)
+  DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
   DSH_LOG_LEVEL          debug | info | warn | error (stderr diagnostics; default warn)
@@ -307,6 +310,17 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 			return fmt.Errorf("DSH_DELEGATION_DEPTH=%q is not a non-negative integer", v)
 		}
 		s.Depth = n
+	}
+	allow := ""
+	if fc.WebFetchAllowPrivate != nil {
+		allow = strconv.FormatBool(*fc.WebFetchAllowPrivate)
+	}
+	if v := r.pick("webFetchAllowPrivate", fromEnv("DSH_WEB_FETCH_ALLOW_PRIVATE"), fromFile(allow), byDefault("false")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("webFetchAllowPrivate %q from %s is not true or false", v, s.Sources["webFetchAllowPrivate"])
+		}
+		s.WebFetchAllowPrivate = b
 	}
 	s.LogLevel = slog.LevelWarn
 	lv := r.pick("logLevel", fromFlag("log-level", f.logLevel), fromEnv("DSH_LOG_LEVEL"), fromFile(fc.LogLevel), byDefault("warn"))

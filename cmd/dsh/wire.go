@@ -95,7 +95,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		},
 		Defaults:       event.Config{Provider: s.Provider, Model: s.Model, ReasoningEffort: s.ReasoningEffort, MaxTokens: s.MaxTokens},
 		PermissionMode: permission.Mode(s.PermissionMode),
-		Tools:          tool.Builtins(),
+		Tools:          tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}}),
 		StepCap:        s.StepCap,
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.

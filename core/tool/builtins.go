@@ -2,12 +2,22 @@ package tool
 
 import "sort"
 
-// Builtins returns the built-in tools, sorted by name: bash, edit, glob,
-// grep, job_kill, job_list, job_output, multi_edit, read, todo_write,
-// write. A fresh slice each call.
-func Builtins() []Tool {
+// Builtins returns the built-in tools with default options, sorted by
+// name: bash, edit, glob, grep, job_kill, job_list, job_output,
+// multi_edit, read, todo_write, web_fetch, write. A fresh slice each call.
+func Builtins() []Tool { return BuiltinsWith(Options{}) }
+
+// Options are the user's settings of the built-in tools.
+type Options struct {
+	WebFetch WebFetchOptions
+}
+
+// BuiltinsWith returns the built-in tools configured by o, sorted by name.
+// Options change behaviour only, never a name, schema or description, so
+// the tool list stays byte-stable whatever the settings.
+func BuiltinsWith(o Options) []Tool {
 	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{},
-		jobOutputTool{}, jobKillTool{}, jobListTool{}})
+		jobOutputTool{}, jobKillTool{}, jobListTool{}, WebFetch(o.WebFetch)})
 }
 
 // Sort returns tools sorted by name (a new slice), so the tool list sent to

@@ -13,11 +13,11 @@ func TestBuiltins(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.Name())
 	}
-	want := []string{"bash", "edit", "glob", "grep", "job_kill", "job_list", "job_output", "multi_edit", "read", "todo_write", "write"}
+	want := []string{"bash", "edit", "glob", "grep", "job_kill", "job_list", "job_output", "multi_edit", "read", "todo_write", "web_fetch", "write"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("names = %v", names)
 	}
-	kinds := map[string]Kind{"bash": KindExecute, "edit": KindMutate, "glob": KindRead, "grep": KindRead, "multi_edit": KindMutate, "job_kill": KindExempt, "job_list": KindExempt, "job_output": KindExempt, "read": KindRead, "todo_write": KindExempt, "write": KindMutate}
+	kinds := map[string]Kind{"bash": KindExecute, "edit": KindMutate, "glob": KindRead, "grep": KindRead, "multi_edit": KindMutate, "job_kill": KindExempt, "job_list": KindExempt, "job_output": KindExempt, "read": KindRead, "todo_write": KindExempt, "web_fetch": KindExecute, "write": KindMutate}
 	for i, tl := range tools {
 		if tl.Kind() != kinds[tl.Name()] {
 			t.Errorf("%s kind %s", tl.Name(), tl.Kind())
