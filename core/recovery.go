@@ -146,6 +146,12 @@ func quoteAround(s string, off int) string {
 	return fmt.Sprintf("%q⟨here⟩%q", before, after)
 }
 
+// pollingTools rightly return the same answer again and again while a
+// background job runs silently (a long build polled with job_output): the
+// repeat check does not count them; their failures still make streaks,
+// and the step cap bounds them.
+var pollingTools = map[string]bool{"job_output": true, "job_list": true}
+
 // loopDetector is the turn's memory for the loop checks and the one-time
 // recoveries.
 type loopDetector struct {
@@ -176,7 +182,7 @@ func (l *loopDetector) observe(name string, c model.ToolCall, o *outcome) {
 		l.streaks = map[string]*streak{}
 	}
 	sig := signature(c, *o)
-	if !l.cur[sig] {
+	if !l.cur[sig] && !pollingTools[name] {
 		l.cur[sig] = true
 		n := 1
 		for _, st := range l.steps {

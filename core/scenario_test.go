@@ -254,6 +254,25 @@ func TestScenarios(t *testing.T) {
 			2: {"invalid arguments: expected a JSON object, got an array."},
 		},
 	}, {
+		name: "polling a silent background job is not a loop",
+		script: func() model.Script {
+			st := []model.ScriptStep{{ToolCalls: []model.ScriptToolCall{call("bash",
+				map[string]any{"command": "sleep 30", "description": "wait", "run_in_background": true})}}}
+			for range loopRepeats + 1 {
+				st = append(st, model.ScriptStep{ToolCalls: []model.ScriptToolCall{call("job_output", map[string]string{"job_id": "job-1"})}})
+			}
+			return steps(append(st, model.ScriptStep{Text: "still building"})...)
+		}(),
+		reason: event.ReasonCompleted, requests: loopRepeats + 3,
+		told: map[int][]string{loopRepeats + 1: {"(no new output)"}},
+		check: func(t *testing.T, r *scenarioRun) {
+			for i, res := range r.results {
+				if strings.Contains(res, "loop check") {
+					t.Fatalf("result %d warned: %s", i, res)
+				}
+			}
+		},
+	}, {
 		name:   "a refusal ends the turn, empty or not, without a retry",
 		script: steps(model.ScriptStep{FinishReason: "content_filter"}),
 		reason: event.ReasonRefusal, requests: 1,
