@@ -57,9 +57,12 @@ func (r *Runtime) environment(ctx context.Context, cwd string) (event.EnvFacts, 
 	now := r.cfg.Now()
 	name, off := now.Zone()
 	f := event.EnvFacts{
-		OS: runtime.GOOS, Arch: runtime.GOARCH, Shell: shellPath, Cwd: cwd,
+		OS: runtime.GOOS, Arch: runtime.GOARCH, Cwd: cwd,
 		Date:     now.Format("2006-01-02"),
 		TimeZone: fmt.Sprintf("%s (%s)", name, formatOffset(off)),
+	}
+	if r.findTool("bash") != nil {
+		f.Shell = shellPath
 	}
 	root := gitRoot(cwd)
 	if root != "" {
@@ -319,7 +322,9 @@ func contextText(f event.EnvFacts, instr []instruction, changed []string) string
 			strings.Join(changed, ", "))
 	}
 	fmt.Fprintf(&b, "Operating system: %s/%s\n", f.OS, f.Arch)
-	fmt.Fprintf(&b, "Shell: %s (the bash tool starts a fresh one for each call)\n", f.Shell)
+	if f.Shell != "" {
+		fmt.Fprintf(&b, "Shell: %s (the bash tool starts a fresh one for each call)\n", f.Shell)
+	}
 	fmt.Fprintf(&b, "Today's date: %s (%s), time zone %s\n", f.Date, weekday, f.TimeZone)
 	fmt.Fprintf(&b, "Working directory: %s\n", f.Cwd)
 	if f.GitRoot == "" {
