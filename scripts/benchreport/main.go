@@ -29,6 +29,9 @@ var targets = []target{
 	{bench: "SDKNotifications", unit: "notifications/s", min: 50000, label: "> 50,000/s (issue 6)"},
 	{bench: "Notifications/stream.Notify", unit: "notifications/s", min: 50000, label: "> 50,000/s, the SDK wire path alone (issue 6)"},
 	{bench: "Memory", unit: "MiB-idle", label: "reported (issue 9)"},
+	{bench: "SDKChunks", unit: "chunk-events/s", label: "reported: the live stream end to end (issue 18)"},
+	{bench: "ChunkStream", unit: "fsyncs/step", label: "the same with and without deltas (issue 18)"},
+	{bench: "ChunkStream", unit: "chunk-events/s", label: "reported (issue 18)"},
 	{bench: "DelegationE2E", unit: "ms-cold-dsh-sdk", label: "reported (issue 8)"},
 }
 
