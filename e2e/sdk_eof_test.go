@@ -138,3 +138,22 @@ func TestSDKPipedAfterShutdown(t *testing.T) {
 		t.Fatalf("late prompt answered %s, want the shutting-down error:\n%s", resp["5"]["error"], out)
 	}
 }
+
+// TestSDKPipedCloseAfterPrompt: a session/close written after a prompt acts
+// on the session that prompt made (requests are handled in the order they
+// were written), even with a turn waiting to ask the host a question, and
+// both are answered before the exit.
+func TestSDKPipedCloseAfterPrompt(t *testing.T) {
+	w := newWorld(t)
+	w.Env = append(w.Env, "DSH_PERMISSION_MODE=ask")
+	w.Env = append(w.Env, w.scriptEnv(`{"steps":[{"toolCalls":[{"name":"bash","arguments":{"command":"echo hi"}}]},{"text":"done"}]}`)...)
+	initLine := strings.ReplaceAll(strings.Replace(pipeInit, `"model":"m"`, `"model":"m","capabilities":{"permissions":true}`, 1), "CWD", w.Cwd)
+	closeLine := `{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":"session-pipe"}}`
+	resp, _, out := sdkPipe(t, w, initLine, pipePrompt, closeLine)
+	if _, ok := resp["2"]["result"]; !ok {
+		t.Fatalf("prompt not answered:\n%s", out)
+	}
+	if string(resp["4"]["result"]) != "{}" {
+		t.Fatalf("session/close not answered {}:\n%s", out)
+	}
+}

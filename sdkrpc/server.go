@@ -294,8 +294,14 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 	case protocol.MethodShutdown:
 		return protocol.Empty{}, nil
 	case protocol.MethodSessionCancel:
+		if err := afterPrompts(ctx, c); err != nil {
+			return nil, err
+		}
 		return s.cancel(c.Params)
 	case protocol.MethodSessionClose:
+		if err := afterPrompts(ctx, c); err != nil {
+			return nil, err
+		}
 		return s.closeSession(ctx, c.Params)
 	}
 	if c.Notif {
@@ -529,8 +535,27 @@ func (s *Server) onRead(c *dispatch.Call) any {
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 		o.own = make(chan struct{})
 		s.lastPrompt[o.sessionID] = o.own
+	case protocol.MethodSessionCancel, protocol.MethodSessionClose:
+		// A cancel or close acts on the prompts written before it.
+		o.sessionID = sessionIDOf(c.Params)
+		o.prevAdmit = s.lastPrompt[o.sessionID]
 	}
 	return o
+}
+
+// afterPrompts waits until the prompts for the call's session read before
+// it have been admitted.
+func afterPrompts(ctx context.Context, c *dispatch.Call) error {
+	o, _ := c.Value.(*readOrder)
+	if o == nil || o.prevAdmit == nil {
+		return nil
+	}
+	select {
+	case <-o.prevAdmit:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // sessionIDOf is params.sessionId, found with the light walk (a prompt's
