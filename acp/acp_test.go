@@ -1052,12 +1052,18 @@ func TestMalformedFrame(t *testing.T) {
 	h.initialize(sdk.ClientCapabilities{})
 	h.raw([]byte("this is not json\n"))
 	h.raw([]byte(`{"jsonrpc":"2.0","id":"raw-1","method":"session/new","params":{"cwd":` + "\n"))
-	line := h.waitLine(`"id":"raw-1"`)
-	if !strings.Contains(line, `"code":-32700`) {
-		t.Errorf("malformed request answered %s", line)
+	// JSON-RPC 2.0: a frame that does not parse is answered with id null
+	// (its id cannot be known), once per frame, in order: by the time the
+	// next request is answered, both answers are out.
+	ns := h.newSession()
+	out := strings.Join(h.out.lines(), "\n")
+	if n := strings.Count(out, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700`); n != 2 {
+		t.Errorf("want 2 parse errors with id null, got %d:\n%s", n, out)
+	}
+	if strings.Contains(out, `"id":"raw-1"`) {
+		t.Errorf("a frame that does not parse was answered with the id it seemed to have:\n%s", out)
 	}
 	// The connection keeps serving.
-	ns := h.newSession()
 	if r := h.promptText(ns.SessionId, "still here"); r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("%+v", r)
 	}

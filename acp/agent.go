@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -73,7 +72,9 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
 				Close:  &sdk.SessionCloseCapabilities{},
+				Delete: &sdk.SessionDeleteCapabilities{},
 			},
+			Auth: sdk.AgentAuthCapabilities{Logout: &sdk.LogoutCapabilities{}},
 		},
 		AuthMethods: []sdk.AuthMethod{},
 	}, nil
@@ -83,6 +84,14 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 // comes from the environment).
 func (a *agent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
 	return sdk.AuthenticateResponse{}, nil
+}
+
+// Logout succeeds without doing anything: dsh keeps no credentials of its
+// own (the model key comes from the environment), so there is nothing to
+// forget. It is advertised because clients offer a logout action only to
+// agents that do, and a user expects it to answer.
+func (a *agent) Logout(ctx context.Context, p sdk.LogoutRequest) (sdk.LogoutResponse, error) {
+	return sdk.LogoutResponse{}, nil
 }
 
 // checkCwd requires an absolute path to an existing directory.
@@ -131,37 +140,36 @@ func (a *agent) sessionOptions(st *sessState) core.SessionOptions {
 // NewSession creates a session. Its slash commands are announced right
 // after the response is on the wire: before it, the client would not know
 // the session id yet and would drop them.
-func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, *sessState, error) {
 	if !a.enter() {
-		return sdk.NewSessionResponse{}, rpcError(codeInternalError, "%v", errShuttingDown)
+		return sdk.NewSessionResponse{}, nil, rpcError(codeInternalError, "%v", errShuttingDown)
 	}
 	defer a.leave()
 	cwd, err := checkCwd(p.Cwd)
 	if err != nil {
-		return sdk.NewSessionResponse{}, err
+		return sdk.NewSessionResponse{}, nil, err
 	}
 	a.ignoredExtras("session/new", p.McpServers, p.AdditionalDirectories)
 	st := newSessState(a, core.NewSessionID(), cwd)
 	s, err := a.rt.Create(ctx, a.sessionOptions(st))
 	if err != nil {
-		return sdk.NewSessionResponse{}, coreError(err)
+		return sdk.NewSessionResponse{}, nil, coreError(err)
 	}
 	st.attach(a, s)
 	if err := a.adopt(st); err != nil {
-		return sdk.NewSessionResponse{}, rpcError(codeInternalError, "%v", err)
+		return sdk.NewSessionResponse{}, nil, rpcError(codeInternalError, "%v", err)
 	}
-	idJSON, _ := json.Marshal(st.id)
-	cmds := availableCommands()
-	// Only the session/new response has both (a session/list response
-	// may carry the id too).
-	a.w.afterResponse(func() {
-		a.pump.push(item{st: st, update: &cmds})
-	}, append([]byte(`"sessionId":`), idJSON...), []byte(`"configOptions":`))
 	return sdk.NewSessionResponse{
 		SessionId:     sdk.SessionId(st.id),
 		Modes:         modeState(s.Mode()),
 		ConfigOptions: a.configOptions(s.Config(), s.Mode()),
-	}, nil
+	}, st, nil
+}
+
+// announceCommands queues the slash-command list of a session.
+func (a *agent) announceCommands(st *sessState) {
+	cmds := availableCommands()
+	a.pump.push(item{st: st, update: &cmds})
 }
 
 // open makes a stored (or live, elsewhere in this process) session one of
@@ -282,6 +290,42 @@ func (a *agent) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sd
 		return sdk.CloseSessionResponse{}, rpcError(codeInternalError, "closing session %s: %v", st.id, err)
 	}
 	return sdk.CloseSessionResponse{}, nil
+}
+
+// DeleteSession removes a stored session from disk (it leaves session/list).
+// A session open on this connection is closed first; one open in another
+// process is refused (its lease is held).
+func (a *agent) DeleteSession(ctx context.Context, p sdk.UnstableDeleteSessionRequest) (sdk.UnstableDeleteSessionResponse, error) {
+	if !a.enter() {
+		return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "%v", errShuttingDown)
+	}
+	defer a.leave()
+	id := string(p.SessionId)
+	a.mu.Lock()
+	st := a.sessions[id]
+	if st != nil {
+		st.closed = true
+	}
+	a.mu.Unlock()
+	if st != nil {
+		if err := st.s.Close(ctx); err != nil {
+			return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "closing session %s: %v", id, err)
+		}
+	} else if s := a.rt.Get(id); s != nil {
+		if err := s.Close(ctx); err != nil {
+			return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "closing session %s: %v", id, err)
+		}
+	}
+	if err := a.rt.Store().Remove(id); err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return sdk.UnstableDeleteSessionResponse{}, unknownSession(p.SessionId)
+		case errors.Is(err, store.ErrLeased):
+			return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "session %s is open in another process; close it there first", id)
+		}
+		return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "deleting session %s: %v", id, err)
+	}
+	return sdk.UnstableDeleteSessionResponse{}, nil
 }
 
 // ListSessions lists stored sessions, newest first, 50 a page. Subagent

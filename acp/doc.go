@@ -1,6 +1,7 @@
 // Package acp is the ACP door (`dsh acp`): it serves the Agent Client
 // Protocol, the protocol editors such as Zed speak to coding agents, over
-// one stdio connection, on github.com/coder/acp-go-sdk v0.13.0.
+// one stdio connection, with github.com/coder/acp-go-sdk v0.13.5's schema
+// types and method constants and its own connection layer (acp/wire).
 //
 // Everything a client sees is a projection of committed events (DESIGN.md
 // §1): one goroutine (the pump) turns the runtime's subscription into
@@ -9,9 +10,9 @@
 // sent.
 //
 // What is served (protocol version 1): initialize, authenticate (no-op, no
-// methods), session/new, session/load (whole history replayed before the
+// methods), logout (nothing to forget), session/new, session/load (whole history replayed before the
 // answer), session/list (cwd filter, 50 a page, opaque cursor),
-// session/resume, session/close, session/prompt, session/cancel,
+// session/resume, session/close, session/delete (unstable), session/prompt, session/cancel,
 // session/set_config_option (mode, model, thought_level) and the legacy
 // session/set_mode. Updates: agent_message_chunk, agent_thought_chunk,
 // user_message_chunk (replay), tool_call / tool_call_update (kind, title,
@@ -27,10 +28,12 @@
 // those users out), additionalDirectories, session/fork, logout,
 // elicitation, audio.
 //
-// The SDK reads frames with a 10 MiB line cap and drops the connection on a
-// longer one; a filter in front of it answers an oversized frame with error
-// -32600 instead, a non-JSON frame with -32700, and a second session/prompt
-// for a busy session with -32602 (the SDK would otherwise cancel the first).
+// The door reads and dispatches every frame itself (acp/wire decodes each
+// frame once; dispatch.go routes it by the SDK's method constants into the
+// SDK's request types): JSON-RPC 2.0 in full (BOM, CRLF, escaped names, ids
+// of any type, -32700/-32600, batches), an oversized frame answered -32600,
+// a second session/prompt for a busy session refused with -32602 (never
+// cancelling the first), $/cancel_request honoured.
 //
 // Zed settings (settings.json):
 //

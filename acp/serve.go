@@ -1,9 +1,7 @@
 package acp
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -11,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
 )
 
@@ -23,9 +22,8 @@ type Options struct {
 	// (1). A client asking for a version we do not speak gets this one.
 	ProtocolVersion int
 	// MaxFrameBytes caps an incoming frame (one line). A longer frame is
-	// answered with error -32600 instead of being forwarded; the SDK would
-	// drop the connection. 0 means DefaultMaxFrameBytes; larger values are
-	// clamped to it.
+	// read to its end without being kept and answered with error -32600.
+	// 0 means DefaultMaxFrameBytes.
 	MaxFrameBytes int
 	// Version is reported in agentInfo.
 	Version string
@@ -44,6 +42,17 @@ type Options struct {
 // A goroutine keeps reading in; if ctx ends first and in is not closed by
 // the caller, that goroutine stays blocked in Read until in delivers data or
 // is closed (stdin of a process that exits does not matter).
+// DefaultMaxFrameBytes is the default cap on an incoming frame: a little
+// under the 10 MiB line cap of acp-go-sdk, so that what dsh accepts is what
+// SDK-based peers (and the subagent gateway's children) can carry too.
+const DefaultMaxFrameBytes = 10<<20 - 4<<10
+
+// Error codes of JSON-RPC 2.0 used by the door.
+const (
+	codeInvalidParams = wire.CodeInvalidParams
+	codeInternalError = wire.CodeInternalError
+)
+
 // eofGrace is how long requests in flight when the input ends may still
 // answer before teardown.
 const eofGrace = time.Second
@@ -55,7 +64,7 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	if opts.ProtocolVersion <= 0 {
 		opts.ProtocolVersion = sdk.ProtocolVersionNumber
 	}
-	if opts.MaxFrameBytes <= 0 || opts.MaxFrameBytes > DefaultMaxFrameBytes {
+	if opts.MaxFrameBytes <= 0 {
 		opts.MaxFrameBytes = DefaultMaxFrameBytes
 	}
 	if opts.Version == "" {
@@ -65,12 +74,9 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 		opts.CloseTimeout = 10 * time.Second
 	}
 
-	w := newLineWriter(out)
-	a := newAgent(rt, w, opts)
-	pr, pw := io.Pipe()
-	conn := sdk.NewAgentSideConnection(a, w, pr)
-	conn.SetLogger(opts.Logger)
-	a.conn = conn
+	a := newAgent(rt, opts)
+	conn := wire.New(in, out, a, wire.Options{MaxFrameBytes: opts.MaxFrameBytes, Logger: opts.Logger})
+	a.conn = &peer{c: conn}
 
 	sub := rt.Subscribe()
 	subDone := make(chan struct{})
@@ -83,22 +89,18 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 		defer close(pumpDone)
 		a.pump.run()
 	}()
-
-	f := &filter{in: bufio.NewReaderSize(in, 64<<10), sdk: pw, w: w, maxFrame: opts.MaxFrameBytes, log: opts.Logger}
-	go func() {
-		err := f.run()
-		if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-			opts.Logger.Warn("acp: reading the client failed", "err", err)
-		}
-		_ = pw.CloseWithError(err)
-	}()
+	readDone := make(chan error, 1)
+	go func() { readDone <- conn.Run() }()
 
 	var result error
 	select {
-	case <-conn.Done():
+	case err := <-readDone:
+		if err != nil {
+			opts.Logger.Warn("acp: reading the client failed", "err", err)
+		}
 	case <-ctx.Done():
 		result = ctx.Err()
-		_ = pw.CloseWithError(ctx.Err())
+		conn.Stop()
 	}
 	if d, ok := in.(interface{ SetReadDeadline(time.Time) error }); ok && result != nil {
 		// Unblock the reader when in supports it (a pipe or socket).
@@ -110,20 +112,28 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	// to a reader that has gone fails with EPIPE; the grace bounds the case
 	// of a reader that is alive but no longer reading.
 	if result == nil {
-		w.drain(eofGrace)
+		answered := make(chan struct{})
+		go func() { conn.Wait(); close(answered) }()
+		grace := time.NewTimer(eofGrace)
+		select {
+		case <-answered:
+		case <-grace.C:
+		}
+		grace.Stop()
 	}
 
 	// Teardown: nothing more goes out, every session closes (its turn is
 	// cancelled and settles, its updates drain into the closed writer),
 	// then the pump and the subscription stop and the handlers return.
-	w.close()
+	conn.CloseWrite()
+	conn.Stop()
 	a.shutdown()
 	sub.Close()
 	<-subDone
 	a.pump.stop()
 	<-pumpDone
 	a.handlers.Wait()
-	<-conn.Done()
+	conn.Wait()
 	return result
 }
 

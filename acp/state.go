@@ -9,15 +9,16 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 )
 
-// agent implements sdk.Agent and sdk.AgentLoader for one connection.
+// agent serves one ACP connection: it is the wire.Handler the door
+// dispatches to (dispatch.go).
 type agent struct {
 	rt   *core.Runtime
-	w    *lineWriter
-	conn *sdk.AgentSideConnection
+	conn *peer
 	opts Options
 	log  *slog.Logger
 	pump *pump
@@ -32,13 +33,10 @@ type agent struct {
 	handlers sync.WaitGroup
 }
 
-var (
-	_ sdk.Agent       = (*agent)(nil)
-	_ sdk.AgentLoader = (*agent)(nil)
-)
+var _ wire.Handler = (*agent)(nil)
 
-func newAgent(rt *core.Runtime, w *lineWriter, opts Options) *agent {
-	a := &agent{rt: rt, w: w, opts: opts, log: opts.Logger, sessions: map[string]*sessState{}}
+func newAgent(rt *core.Runtime, opts Options) *agent {
+	a := &agent{rt: rt, opts: opts, log: opts.Logger, sessions: map[string]*sessState{}}
 	a.pump = newPump(a)
 	return a
 }

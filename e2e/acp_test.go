@@ -740,10 +740,18 @@ func (p *acpPipe) read(stdout io.Reader) {
 		line, err := br.ReadString('\n')
 		if line = strings.TrimRight(line, "\n"); line != "" {
 			f := acpFrame{Raw: line}
+			var batch []acpFrame
 			p.mu.Lock()
-			if json.Unmarshal([]byte(line), &f) != nil {
+			switch {
+			case strings.HasPrefix(line, "[") && json.Unmarshal([]byte(line), &batch) == nil:
+				// The answer to a batch: one array of responses.
+				for _, b := range batch {
+					b.Raw = line
+					p.frames = append(p.frames, b)
+				}
+			case json.Unmarshal([]byte(line), &f) != nil:
 				p.bad = append(p.bad, line)
-			} else {
+			default:
 				p.frames = append(p.frames, f)
 			}
 			close(p.changed)
@@ -1062,11 +1070,30 @@ func TestACPBadInputMalformedFrame(t *testing.T) {
 		``,
 		`{}`,
 	)
-	p.wantError(p.response("41"), -32700, "Parse error")
-	p.wantError(p.response(`"p42"`), -32700, "Parse error")
-	// The connection keeps serving.
+	// The connection keeps serving; by the answer to the next request,
+	// every bad frame before it has been answered.
 	p.initialize()
 	p.newSession()
+	// JSON-RPC 2.0: a frame that does not parse is answered with id null
+	// (its id cannot be known); a value that is not a request is -32600,
+	// the elements of a batch each.
+	parse, invalid := 0, 0
+	p.mu.Lock()
+	for _, f := range p.frames {
+		switch {
+		case !f.isResponse():
+		case string(f.ID) == "41" || string(f.ID) == `"p42"`:
+			t.Errorf("a frame that does not parse was answered with the id it seemed to have: %s", f.Raw)
+		case string(f.ID) == "null" && f.Error != nil && f.Error.Code == -32700:
+			parse++
+		case string(f.ID) == "null" && f.Error != nil && f.Error.Code == -32600:
+			invalid++
+		}
+	}
+	p.mu.Unlock()
+	if parse != 3 || invalid != 5 {
+		t.Errorf("%d parse errors (want 3) and %d invalid requests (want 5: three batch elements, 42, {})", parse, invalid)
+	}
 	if code := p.exit(); code != 0 {
 		t.Errorf("exit %d after a clean EOF\nstderr:\n%s", code, p.stderr)
 	}
@@ -1110,7 +1137,7 @@ func TestACPBadInputUnknownMethod(t *testing.T) {
 	sid := p.newSession()
 	// Methods of the protocol dsh does not serve, and made-up ones.
 	p.wantError(p.call("session/fork", map[string]any{"sessionId": sid, "cwd": w.Cwd, "mcpServers": []any{}}), -32601, "session/fork")
-	p.wantError(p.call("logout", map[string]any{}), -32601, "logout")
+	p.wantResult(p.call("logout", map[string]any{})) // nothing to forget, but served
 	p.wantError(p.call("no/such/method", nil), -32601, "no/such/method")
 	// A prompt sent as a notification has no one to answer; it is dropped
 	// and the connection keeps serving.

@@ -59,6 +59,10 @@ func (a *fakeAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.
 	return acp.AuthenticateResponse{}, nil
 }
 
+func (a *fakeAgent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+	return acp.LogoutResponse{}, nil
+}
+
 func (a *fakeAgent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
 	if p.Cwd == "" {
 		return acp.NewSessionResponse{}, acp.NewInvalidParams("cwd required")
