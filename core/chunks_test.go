@@ -103,7 +103,7 @@ func TestChunksOfATextStep(t *testing.T) {
 	}
 	evs := s.Events()
 	got := strings.Join(chunkKinds(t, evs), " ")
-	want := "agent/inbox/spliced turn/start agent/inbox/spliced step/start context/environment user/message session/title request/header " +
+	want := "agent/inbox/spliced turn/start agent/inbox/spliced step/start context/environment user/message session/title request/header request/context " +
 		"block-start[0] reasoning-delta[0] reasoning-delta[0] block-start[1] text-delta[1] text-delta[1] text-delta[1] " +
 		"block-end[0] block-end[1] usage finish assistant/message step/end turn/end"
 	if got != want {
@@ -140,13 +140,13 @@ func TestChunksOfATextStep(t *testing.T) {
 		}
 	}
 	// Block-ends carry the blocks as committed; finish says why.
-	end1, _ := event.Decode[event.AssistantChunk](evs[16])
+	end1, _ := event.Decode[event.AssistantChunk](evs[17])
 	if b := end1.Chunk.Block; b == nil || b.Type != event.BlockText || b.Text != "ECHO: hi" {
-		t.Fatalf("block-end %s", evs[16].Data)
+		t.Fatalf("block-end %s", evs[17].Data)
 	}
-	fin, _ := event.Decode[event.AssistantChunk](evs[18])
+	fin, _ := event.Decode[event.AssistantChunk](evs[19])
 	if fin.Chunk.Reason == nil || fin.Chunk.Reason.Kind != event.FinishStop {
-		t.Fatalf("finish %s", evs[18].Data)
+		t.Fatalf("finish %s", evs[19].Data)
 	}
 
 	// The model never sees a chunk: the next turn's request holds the

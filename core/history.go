@@ -25,6 +25,17 @@ type conversation struct {
 	// once the last call is answered they go to the model in a user
 	// message (tool messages carry text only), as the original does.
 	toolImages []*event.Attachment
+	// size tracks how big the history is, for the compaction threshold.
+	size historySize
+	// dropped counts the messages trims removed since the last checkpoint.
+	dropped int
+	// itemCap, when positive, is the most bytes one message may send: a
+	// single item bigger than the window is cut to fit, not refused.
+	itemCap int
+	// compactedTo is the size the last checkpoint left (its tokensAfter),
+	// so a history that stays big after compacting is not compacted again
+	// at every step.
+	compactedTo int64
 }
 
 // toolImagesIntro opens the user message that carries tool-result images.
@@ -40,8 +51,9 @@ func (c *conversation) flushToolImages() {
 		c.atts = map[int][]*event.Attachment{}
 	}
 	c.atts[len(c.msgs)] = c.toolImages
+	c.size.bytes += int64(len(c.toolImages)) * imageTokens * bytesPerToken
 	c.toolImages = nil
-	c.msgs = append(c.msgs, model.Message{Role: "user", Content: toolImagesIntro})
+	c.push(model.Message{Role: "user", Content: toolImagesIntro})
 }
 
 // foldBlock is the part of a content block the conversation needs, as a
@@ -76,12 +88,14 @@ func (b foldBlock) block() event.ContentBlock {
 
 // foldContent decodes the message content of a user/message (at the top
 // level) or of an assistant/message or tool/result (under "message").
-func foldContent(ev event.Event, nested bool) ([]event.ContentBlock, error) {
+// The usage of an assistant/message comes with it.
+func foldContent(ev event.Event, nested bool) ([]event.ContentBlock, *event.Usage, error) {
 	var fast struct {
 		Content []foldBlock `json:"content"`
 		Message struct {
 			Content []foldBlock `json:"content"`
 		} `json:"message"`
+		Usage *event.Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(ev.Data, &fast); err == nil {
 		blocks := fast.Content
@@ -92,23 +106,24 @@ func foldContent(ev event.Event, nested bool) ([]event.ContentBlock, error) {
 		for i, b := range blocks {
 			out[i] = b.block()
 		}
-		return out, nil
+		return out, fast.Usage, nil
 	}
 	if nested {
 		var m struct {
 			Message event.Message `json:"message"`
+			Usage   *event.Usage  `json:"usage"`
 		}
 		err := json.Unmarshal(ev.Data, &m)
-		return m.Message.Content, err
+		return m.Message.Content, m.Usage, err
 	}
 	m, err := event.Decode[event.Message](ev)
-	return m.Content, err
+	return m.Content, nil, err
 }
 
 func (c *conversation) add(ev event.Event, payload any) {
 	switch ev.Type {
 	case event.TypeUserMessage:
-		content, err := foldContent(ev, false)
+		content, _, err := foldContent(ev, false)
 		if m, ok := payload.(event.Message); ok {
 			content, err = m.Content, nil
 		}
@@ -123,23 +138,25 @@ func (c *conversation) add(ev event.Event, payload any) {
 					c.atts = map[int][]*event.Attachment{}
 				}
 				c.atts[len(c.msgs)] = append(c.atts[len(c.msgs)], b.Attachment)
+				c.size.bytes += imageTokens * bytesPerToken
 			}
 		}
-		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(m.Content)})
+		c.push(model.Message{Role: "user", Content: event.JoinText(m.Content)})
 	case event.TypeEnvironment:
 		env, err := payloadOf[event.Environment](ev, payload)
 		if err != nil {
 			return
 		}
 		c.closePending()
-		c.msgs = append(c.msgs, model.Message{Role: "user", Content: event.JoinText(env.Message.Content)})
+		c.push(model.Message{Role: "user", Kind: model.KindContext, Content: event.JoinText(env.Message.Content)})
 	case event.TypeAssistantMessage:
 		var content []event.ContentBlock
 		var err error
+		var usage *event.Usage
 		if am, ok := payload.(event.AssistantMessage); ok {
-			content = am.Message.Content
+			content, usage = am.Message.Content, am.Usage
 		} else {
-			content, err = foldContent(ev, true)
+			content, usage, err = foldContent(ev, true)
 		}
 		if err != nil {
 			return
@@ -160,7 +177,8 @@ func (c *conversation) add(ev event.Event, payload any) {
 			}
 		}
 		m.Reasoning, m.Content = reasoning.String(), text.String()
-		c.msgs = append(c.msgs, m)
+		c.push(m)
+		c.size.observe(usage)
 	case event.TypeToolResult:
 		if !ev.IsAppend() {
 			return
@@ -170,7 +188,7 @@ func (c *conversation) add(ev event.Event, payload any) {
 		if tr, ok := payload.(event.ToolResult); ok {
 			content = tr.Message.Content
 		} else {
-			content, err = foldContent(ev, true)
+			content, _, err = foldContent(ev, true)
 		}
 		if err != nil {
 			return
@@ -183,7 +201,7 @@ func (c *conversation) add(ev event.Event, payload any) {
 			if id == r.ToolCallID {
 				c.fillPending(i)
 				c.pending = append(c.pending[:0], c.pending[i+1:]...)
-				c.msgs = append(c.msgs, model.Message{Role: "tool", ToolCallID: r.ToolCallID, Content: event.ResultText(r)})
+				c.push(model.Message{Role: "tool", ToolCallID: r.ToolCallID, Content: event.ResultText(r)})
 				for _, b := range r.Content {
 					if b.Type == event.BlockImage && b.Attachment != nil {
 						c.toolImages = append(c.toolImages, b.Attachment)
@@ -195,6 +213,15 @@ func (c *conversation) add(ev event.Event, payload any) {
 				return
 			}
 		}
+	case event.TypeCompactionCheckpoint:
+		if cp, err := payloadOf[event.CompactionCheckpoint](ev, payload); err == nil {
+			c.restore(cp.History)
+			c.compactedTo = cp.TokensAfter
+		}
+	case event.TypeCompactionTrim:
+		if tr, err := payloadOf[event.CompactionTrim](ev, payload); err == nil {
+			c.trim(tr.Dropped)
+		}
 	}
 }
 
@@ -202,7 +229,7 @@ func (c *conversation) add(ev event.Event, payload any) {
 // results were never recorded), so tool messages stay in call order.
 func (c *conversation) fillPending(n int) {
 	for _, id := range c.pending[:n] {
-		c.msgs = append(c.msgs, model.Message{Role: "tool", ToolCallID: id, Content: "no result was recorded for this call"})
+		c.push(model.Message{Role: "tool", ToolCallID: id, Content: "no result was recorded for this call"})
 	}
 }
 
@@ -221,6 +248,13 @@ func (c *conversation) build(s *Session, system string, images bool) []model.Mes
 	out := make([]model.Message, 0, len(c.msgs)+1+len(c.pending))
 	out = append(out, model.Message{Role: "system", Content: system})
 	out = append(out, c.msgs...)
+	if c.itemCap > 0 {
+		for i := 1; i < len(out); i++ {
+			if len(out[i].Content) > c.itemCap {
+				out[i].Content = cutToFit(out[i].Content, c.itemCap)
+			}
+		}
+	}
 	for idx, atts := range c.atts {
 		m := &out[idx+1]
 		m.Images = nil

@@ -223,8 +223,14 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if err != nil {
 		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: errorInfo(err)}}, nil
 	}
+	if end, err := s.fitContext(ctx, turn, cfg, prov); end != nil || err != nil {
+		return end, err
+	}
 	req, err := s.request(cfg, prov.Caps(cfg.Model))
 	if err != nil {
+		return nil, err
+	}
+	if err := s.recordContext(cfg, s.limits(prov, cfg)); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -236,6 +242,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	chunks := s.newChunkStream(turn, step, onDelta)
 
 	var resp *model.Response
+	overflows := 0
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
@@ -274,6 +281,25 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		}
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
+		}
+		if errors.As(err, &me) && me.Class == model.ClassContextWindow {
+			again, rerr := s.recoverOverflow(ctx, overflows, turn, cfg, prov, me)
+			overflows++
+			if rerr != nil {
+				return nil, rerr
+			}
+			if ctx.Err() != nil {
+				return &turnEnd{abortedReason(ctx)}, nil
+			}
+			if again {
+				if req, err = s.request(cfg, prov.Caps(cfg.Model)); err != nil {
+					return nil, err
+				}
+				if err := s.recordContext(cfg, s.limits(prov, cfg)); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		if retry {
 			select {

@@ -69,6 +69,12 @@ type Config struct {
 	// Files and Exec are the defaults for sessions that bring none.
 	Files tool.FileSystem
 	Exec  tool.Executor
+	// ContextWindow overrides the model's context window in tokens (the
+	// contextWindow setting); 0 uses what the provider says of the model.
+	ContextWindow int64
+	// CompactAt is the share of the window at which a session compacts
+	// before its next model call (the compactAt setting; default 0.8).
+	CompactAt float64
 }
 
 // Runtime owns the live sessions of one process.
@@ -124,6 +130,15 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ContextWindow < 0 {
+		return nil, fmt.Errorf("core: context window %d is not a positive number of tokens", cfg.ContextWindow)
+	}
+	if cfg.CompactAt == 0 {
+		cfg.CompactAt = DefaultCompactAt
+	}
+	if cfg.CompactAt <= 0 || cfg.CompactAt > 1 {
+		return nil, fmt.Errorf("core: compactAt %v is not a share of the window in (0, 1]", cfg.CompactAt)
 	}
 	if cfg.Files == nil {
 		cfg.Files = tool.LocalFS()

@@ -66,6 +66,9 @@ type Session struct {
 	header0   string // system prompt of the last request/header
 	lastHdr   event.Config
 	hdrSeen   bool
+	// learnedWindow is the context window a provider's refusal named, when
+	// it is smaller than the configured one (0 = none).
+	learnedWindow int64
 }
 
 // Ticket follows one queued prompt to the end of the turn that took it.

@@ -23,6 +23,8 @@ type fileConfig struct {
 	PermissionMode  string          `json:"permissionMode"`
 	Script          string          `json:"script"`
 	StepCap         *int            `json:"stepCap"`
+	ContextWindow   *float64        `json:"contextWindow"`
+	CompactAt       *float64        `json:"compactAt"`
 	LogLevel        string          `json:"logLevel"`
 	Subagents       json.RawMessage `json:"subagents"`
 	// WebFetchAllowPrivate lets web_fetch reach loopback and private

@@ -22,17 +22,21 @@ import (
 // (DESIGN.md §3). Source records where each came from, for `--help` and
 // diagnostics.
 type Settings struct {
-	Provider         string
-	Model            string
-	BaseURL          string
-	APIKey           string // environment only, never argv, never logged
-	ReasoningEffort  string
-	MaxTokens        int
-	SessionRoot      string
-	ConfigPath       string
-	PermissionMode   string
-	Script           string
-	StepCap          int
+	Provider        string
+	Model           string
+	BaseURL         string
+	APIKey          string // environment only, never argv, never logged
+	ReasoningEffort string
+	MaxTokens       int
+	SessionRoot     string
+	ConfigPath      string
+	PermissionMode  string
+	Script          string
+	StepCap         int
+	// ContextWindow overrides the model's context window (tokens; 0 = the
+	// model's); CompactAt is the share of it at which sessions compact.
+	ContextWindow    int64
+	CompactAt        float64
 	FirstDataTimeout time.Duration
 	StallTimeout     time.Duration
 	LogLevel         slog.Level
@@ -54,6 +58,7 @@ type settingFlags struct {
 	provider, model, baseURL, effort, sessionRoot, config, mode, script, logLevel string
 	maxTokens, stepCap                                                            int
 	stepCapSet                                                                    bool // --step-cap given, even as 0
+	contextWindow, compactAt                                                      string
 }
 
 // envDoc lists every environment variable dsh reads, for --help.
@@ -71,6 +76,8 @@ const envDoc = `Environment:
   DSH_PERMISSION_MODE    read-only | ask | auto | full (the original's workspace-write = auto, danger-full-access = full)
   DSH_SCRIPT             script file of the scripted provider
   DSH_STEP_CAP           steps per turn (default 200)
+  DSH_CONTEXT_WINDOW     context window in tokens (default: the model's; DeepSeek 1000000, others 128000)
+  DSH_COMPACT_AT         share of the window at which a session compacts (default 0.8)
   DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
@@ -98,6 +105,8 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 		f.stepCap, f.stepCapSet = n, true
 		return nil
 	})
+	fs.StringVar(&f.contextWindow, "context-window", "", "context window in tokens (default: the model's) [$DSH_CONTEXT_WINDOW]")
+	fs.StringVar(&f.compactAt, "compact-at", "", "share of the window at which a session compacts (default 0.8) [$DSH_COMPACT_AT]")
 	fs.StringVar(&f.logLevel, "log-level", "", "stderr diagnostics: debug | info | warn | error [$DSH_LOG_LEVEL]")
 	return f
 }
@@ -298,6 +307,9 @@ func (f *settingFlags) resolveRoot(r *resolver, s *Settings, fc fileConfig) erro
 // resolveRest picks the settings that have no config key of their own.
 func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) error {
 	var err error
+	if s.ContextWindow, s.CompactAt, err = f.resolveContext(r, fc); err != nil {
+		return err
+	}
 	if s.FirstDataTimeout, err = envDuration("DSH_FIRST_DATA_TIMEOUT"); err != nil {
 		return err
 	}
@@ -351,4 +363,41 @@ func configHome() string {
 		return ""
 	}
 	return filepath.Join(home, ".config")
+}
+
+// resolveContext resolves contextWindow and compactAt. A window must be a
+// positive whole number of tokens and compactAt a share in (0, 1]; anything
+// else is an error at start.
+func (f *settingFlags) resolveContext(r *resolver, fc fileConfig) (int64, float64, error) {
+	var window int64
+	var at float64
+	where := func(key string) string {
+		if src := r.sources[key]; src != "config file" {
+			return src
+		}
+		return "config key " + key
+	}
+	if v := r.pick("contextWindow", fromFlag("context-window", f.contextWindow), fromEnv("DSH_CONTEXT_WINDOW"), fromFile(optFloat(fc.ContextWindow))); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n <= 0 || n != float64(int64(n)) || n > 1<<40 {
+			return 0, 0, fmt.Errorf("context window %q from %s is not a context window: give a positive whole number of tokens, e.g. 128000", v, where("contextWindow"))
+		}
+		window = int64(n)
+	}
+	if v := r.pick("compactAt", fromFlag("compact-at", f.compactAt), fromEnv("DSH_COMPACT_AT"), fromFile(optFloat(fc.CompactAt))); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(n > 0 && n <= 1) {
+			return 0, 0, fmt.Errorf("compactAt %q from %s is not a compaction threshold: give a share of the window above 0 and at most 1, e.g. 0.8", v, where("compactAt"))
+		}
+		at = n
+	}
+	return window, at, nil
+}
+
+// optFloat renders an optional config number for pick ("" when absent).
+func optFloat(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64)
 }

@@ -100,6 +100,8 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
 		UserInstructions: userInstructions(),
+		ContextWindow:    s.ContextWindow,
+		CompactAt:        s.CompactAt,
 		Origin:           origin,
 		Logger:           logger,
 	})
@@ -119,6 +121,12 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	childEnv := map[string]string{"DSH_SESSION_ROOT": s.SessionRoot, "DSH_SCRIPT": s.Script, "DSH_CONFIG": s.ConfigPath}
 	if s.StepCap > 0 { // else the child resolves it as we did (env, config)
 		childEnv["DSH_STEP_CAP"] = strconv.Itoa(s.StepCap)
+	}
+	if s.ContextWindow > 0 {
+		childEnv["DSH_CONTEXT_WINDOW"] = strconv.FormatInt(s.ContextWindow, 10)
+	}
+	if s.CompactAt > 0 {
+		childEnv["DSH_COMPACT_AT"] = strconv.FormatFloat(s.CompactAt, 'g', -1, 64)
 	}
 	if s.Provider == "openai-compatible" {
 		childEnv["OPENAI_BASE_URL"] = s.BaseURL

@@ -45,6 +45,14 @@ const (
 	// and project instructions, a user-role message the model sees before
 	// the prompt it accompanies (never shown as the user's words).
 	TypeEnvironment = "context/environment"
+	// Context management (DESIGN.md §4 "Context"): a compaction starts,
+	// commits its checkpoint (the model-facing history from then on) or
+	// fails; a trim drops the oldest items when even a compacted history
+	// does not fit the window.
+	TypeCompactionStart      = "compaction/start"
+	TypeCompactionCheckpoint = "compaction/checkpoint"
+	TypeCompactionFailed     = "compaction/failed"
+	TypeCompactionTrim       = "compaction/trim"
 )
 
 // known lists every type this package can decode. A log containing another
@@ -55,8 +63,9 @@ var known = map[string]bool{
 	TypeToolCall: true, TypeToolResult: true, TypeRequestHeader: true, TypeRequestContext: true,
 	TypeInboxSpliced: true, TypeSessionTitle: true, TypeTodoWrite: true, TypeSessionEndSeed: true,
 	TypeSubagentStart: true, TypeSubagentEnd: true, TypePermissionDecision: true, TypeConfigChange: true,
-	TypeAssistantChunk: true,
-	TypeEnvironment:    true,
+	TypeAssistantChunk:  true,
+	TypeEnvironment:     true,
+	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -91,7 +100,8 @@ func New(typ string, data any) Event {
 	switch typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
-	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeEnvironment:
+	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeEnvironment,
+		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim:
 		ev.Ignorable = true
 	}
 	return ev
@@ -119,7 +129,8 @@ func (e Event) IsAppend() bool {
 // is published: the durable facts a crash must never lose.
 func CommitPoint(typ string) bool {
 	switch typ {
-	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeTurnEnd, TypeInboxSpliced:
+	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeTurnEnd, TypeInboxSpliced,
+		TypeCompactionCheckpoint, TypeCompactionTrim:
 		return true
 	}
 	return false

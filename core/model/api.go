@@ -28,6 +28,10 @@ type Message struct {
 	Reasoning  string
 	ToolCalls  []ToolCall
 	ToolCallID string // role tool
+	// Kind says why the history holds a message, for compaction (never
+	// sent): "" for the conversation itself, or one of the MessageKind
+	// constants.
+	Kind string
 }
 
 // ContextTag opens the text of the runtime's context message: a user-role
@@ -42,6 +46,15 @@ const ContextTag = "<dsh-context>"
 func IsContext(m Message) bool {
 	return m.Role == "user" && strings.HasPrefix(m.Content, ContextTag)
 }
+
+// Message kinds of the model-facing history (Message.Kind).
+const (
+	KindContext = "context" // environment and project instructions; kept by every compaction
+	KindTask    = "task"    // the session's first prompt, kept by compactions
+	KindSummary = "summary" // a compaction's summary
+	KindNote    = "note"    // says that older messages were dropped to fit the window
+	KindWork    = "work"    // the current turn's last tool round, kept by a compaction
+)
 
 // Image is image input for a user message.
 type Image struct {
@@ -74,6 +87,10 @@ type Request struct {
 	// Attempt is 0 for the first try of a step, 1.. for retries. The scripted
 	// provider uses it to replay injected failures.
 	Attempt int
+	// ToolChoice is sent as tool_choice when set ("none" for a compaction's
+	// summary call: the tools stay in the request, so the cached prefix is
+	// the same, but the model may not call them).
+	ToolChoice string
 }
 
 // Response is a completed model call.

@@ -49,11 +49,15 @@ import (
 
 // Script is a parsed script file. Its JSON form is documented in SCRIPT.md.
 type Script struct {
-	Repeat        string               `json:"repeat,omitempty"`
-	DelayMs       int                  `json:"delayMs,omitempty"`
-	DeltaDelayMs  int                  `json:"deltaDelayMs,omitempty"`
-	ChunkRunes    int                  `json:"chunkRunes,omitempty"`
-	ContextWindow int64                `json:"contextWindow,omitempty"`
+	Repeat        string `json:"repeat,omitempty"`
+	DelayMs       int    `json:"delayMs,omitempty"`
+	DeltaDelayMs  int    `json:"deltaDelayMs,omitempty"`
+	ChunkRunes    int    `json:"chunkRunes,omitempty"`
+	ContextWindow int64  `json:"contextWindow,omitempty"`
+	// Summary is how the script answers a compaction's summary call
+	// (tool_choice "none"); such a call never consumes a step. Omitted, the
+	// summary is a generated line.
+	Summary       *ScriptStep          `json:"summary,omitempty"`
 	Steps         []ScriptStep         `json:"steps,omitempty"`
 	Conversations []ScriptConversation `json:"conversations,omitempty"`
 }
@@ -179,6 +183,11 @@ func (s *Script) Validate() error {
 	if s.DelayMs < 0 || s.DeltaDelayMs < 0 || s.ChunkRunes < 0 || s.ContextWindow < 0 {
 		return errors.New("delayMs, deltaDelayMs, chunkRunes and contextWindow must not be negative")
 	}
+	if s.Summary != nil {
+		if err := validSteps([]ScriptStep{*s.Summary}, "summary"); err != nil {
+			return err
+		}
+	}
 	if err := validSteps(s.Steps, "steps"); err != nil {
 		return err
 	}
@@ -299,7 +308,7 @@ func (p *scripted) Caps(string) Caps {
 func (p *scripted) pick(req *Request) ([]ScriptStep, string, string, error) {
 	first := ""
 	for _, m := range req.Messages {
-		if m.Role == "user" && !IsContext(m) {
+		if m.Role == "user" && !IsContext(m) && m.Kind != KindContext && m.Kind != KindNote && m.Kind != KindSummary {
 			first = m.Content
 			break
 		}
@@ -328,15 +337,16 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 	if onDelta == nil {
 		onDelta = func(Delta) {}
 	}
+	if err := p.fits(req); err != nil {
+		return nil, err
+	}
+	n := stepsSoFar(req.Messages)
+	if req.ToolChoice == "none" {
+		return p.summary(ctx, req, n, onDelta)
+	}
 	steps, repeat, where, err := p.pick(req)
 	if err != nil {
 		return nil, err
-	}
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			n++
-		}
 	}
 	idx := n
 	if n >= len(steps) {
@@ -411,6 +421,73 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 		return nil, &Error{Class: ClassOverloaded, RequestID: resp.RequestID,
 			Message: "scripted: finish_reason insufficient_system_resource"}
 	}
+	resp.Usage = scriptUsage(st.Usage, req, resp)
+	return resp, nil
+}
+
+// stepsMarker records, in a scripted summary, how many steps the summarised
+// conversation had; a compacted history holds fewer assistant messages
+// than steps were played, and the provider keeps no state of its own.
+const stepsMarker = "<!-- scripted steps: %d -->"
+
+// stepsSoFar counts the steps a history has played: the count in the
+// latest summary, plus the assistant messages after it.
+func stepsSoFar(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		switch {
+		case m.Role == "assistant":
+			n++
+		case m.Kind == KindSummary:
+			var k int
+			if i := strings.LastIndex(m.Content, "<!-- scripted steps: "); i >= 0 {
+				if _, err := fmt.Sscanf(m.Content[i:], stepsMarker, &k); err == nil {
+					n = k
+				}
+			}
+		}
+	}
+	return n
+}
+
+// fits refuses a request larger than the script's context window, as a
+// real model would, counting four bytes a token.
+func (p *scripted) fits(req *Request) error {
+	window := p.Caps(req.Model).ContextWindow
+	in := requestBytes(req)
+	if tokens := int64((in + 3) / 4); tokens > window {
+		return &Error{Class: ClassContextWindow, Status: 400, Message: fmt.Sprintf(
+			"scripted: this model's maximum context length is %d tokens; the request has %d", window, tokens)}
+	}
+	return nil
+}
+
+// summary answers a compaction's summary call: the script's summary step,
+// else a generated line, always ending with the steps marker.
+func (p *scripted) summary(ctx context.Context, req *Request, n int, onDelta func(Delta)) (*Response, error) {
+	st := p.s.Summary
+	if st == nil {
+		st = &ScriptStep{}
+	}
+	e := scriptEmitter{ctx: ctx, onDelta: onDelta,
+		first: p.pickInt(st.DelayMs, p.s.DelayMs),
+		gap:   p.pickInt(st.DeltaDelayMs, p.s.DeltaDelayMs),
+		chunk: p.pickInt(st.ChunkRunes, p.s.ChunkRunes)}
+	if req.Attempt >= 0 && req.Attempt < len(st.Errors) {
+		if err := e.wait(e.first); err != nil {
+			return nil, err
+		}
+		return nil, injected(&st.Errors[req.Attempt], n, req.Attempt)
+	}
+	text := st.Text
+	if text == "" {
+		text = fmt.Sprintf("Scripted summary of a conversation of %d messages and %d steps.", len(req.Messages)-2, n)
+	}
+	text += "\n" + fmt.Sprintf(stepsMarker, n)
+	if err := e.emit(DeltaText, 0, "", text); err != nil {
+		return nil, err
+	}
+	resp := &Response{Text: text, FinishReason: "stop", RequestID: fmt.Sprintf("scripted-summary-%d-%d", n, req.Attempt)}
 	resp.Usage = scriptUsage(st.Usage, req, resp)
 	return resp, nil
 }
@@ -515,16 +592,7 @@ func scriptUsage(u *ScriptUsage, req *Request, resp *Response) *event.Usage {
 		out.TotalTokens = &total
 		return out
 	}
-	in := 0
-	for _, m := range req.Messages {
-		in += len(m.Content) + len(m.Reasoning)
-		for _, tc := range m.ToolCalls {
-			in += len(tc.Name) + len(tc.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		in += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
+	in := requestBytes(req)
 	outB := len(resp.Reasoning) + len(resp.Text)
 	for _, tc := range resp.ToolCalls {
 		outB += len(tc.Name) + len(tc.Arguments)
@@ -537,4 +605,21 @@ func scriptUsage(u *ScriptUsage, req *Request, resp *Response) *event.Usage {
 		out.ReasoningTokens = &r
 	}
 	return out
+}
+
+// requestBytes is the size of a request's text, for the four-bytes-a-token
+// estimates.
+func requestBytes(req *Request) int {
+	in := 0
+	for _, m := range req.Messages {
+		in += len(m.Content) + len(m.Reasoning)
+		for _, tc := range m.ToolCalls {
+			in += len(tc.Name) + len(tc.Arguments)
+		}
+		in += len(m.Images) * 6000
+	}
+	for _, t := range req.Tools {
+		in += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return in
 }

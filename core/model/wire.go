@@ -83,6 +83,10 @@ func encodeBody(req *Request, plan bodyPlan) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if req.ToolChoice != "" && len(req.Tools) > 0 {
+		b = append(b, `,"tool_choice":`...)
+		b = appendString(b, req.ToolChoice)
+	}
 	if plan.maxTokens > 0 {
 		b = append(b, `,"max_tokens":`...)
 		b = strconv.AppendInt(b, int64(plan.maxTokens), 10)
