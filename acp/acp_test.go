@@ -748,7 +748,7 @@ func waitRunning(t *testing.T, h *harness, id sdk.SessionId) {
 			evs := s.Events()
 			if n := len(evs); n > 0 && s.Running() {
 				switch evs[n-1].Type {
-				case event.TypeUserMessage, event.TypeSessionTitle, event.TypeRequestHeader, event.TypeStepStart:
+				case event.TypeUserMessage, event.TypeSessionTitle, event.TypeRequestHeader, event.TypeRequestContext, event.TypeStepStart:
 					return
 				}
 			}

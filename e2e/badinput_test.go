@@ -471,13 +471,13 @@ func badRows() []badRow {
 			f.runFails(t, 2, `DSH_STEP_CAP="many"`, "run", "task", "\x00env:DSH_STEP_CAP=many")
 		}},
 		{"run", "--context-window 0", func(t *testing.T, f *badFixture) {
-			f.runFails(t, 2, `--context-window="0" is not a context window`, "run", "--context-window", "0", "task")
+			f.runFails(t, 2, `context window "0" from flag --context-window is not a context window`, "run", "--context-window", "0", "task")
 		}},
 		{"run", "DSH_CONTEXT_WINDOW negative", func(t *testing.T, f *badFixture) {
-			f.runFails(t, 2, `DSH_CONTEXT_WINDOW="-5" is not a context window`, "run", "task", "\x00env:DSH_CONTEXT_WINDOW=-5")
+			f.runFails(t, 2, `context window "-5" from environment DSH_CONTEXT_WINDOW is not`, "run", "task", "\x00env:DSH_CONTEXT_WINDOW=-5")
 		}},
 		{"run", "DSH_CONTEXT_WINDOW not a number", func(t *testing.T, f *badFixture) {
-			f.runFails(t, 2, `DSH_CONTEXT_WINDOW="lots" is not a context window`, "run", "task", "\x00env:DSH_CONTEXT_WINDOW=lots")
+			f.runFails(t, 2, `context window "lots" from environment DSH_CONTEXT_WINDOW is not`, "run", "task", "\x00env:DSH_CONTEXT_WINDOW=lots")
 		}},
 		{"run", "config contextWindow not a number", func(t *testing.T, f *badFixture) {
 			path := filepath.Join(f.fixtures, "bad-window.json")
@@ -491,7 +491,7 @@ func badRows() []badRow {
 			if err := os.WriteFile(path, []byte(`{"compactAt":1.5}`), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			f.runFails(t, 2, "config key compactAt (1.5) is not a compaction threshold", "run", "--config", path, "task")
+			f.runFails(t, 2, `compactAt "1.5" from config key compactAt is not a compaction threshold`, "run", "--config", path, "task")
 		}},
 		{"run", "unknown provider", func(t *testing.T, f *badFixture) {
 			f.runFails(t, 2, `unknown provider "nope" from flag --provider (want deepseek-official, openai-compatible, scripted)`, "run", "--provider", "nope", "task")
