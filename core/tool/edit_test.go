@@ -150,13 +150,14 @@ func TestChangeRefusesHugeFileBeforeReading(t *testing.T) {
 	}
 }
 
-// TestHugeEditIsABoundedEvent: editing a 12 MB file yields a result whose
+// TestHugeEditIsABoundedEvent: editing a 3 MB file (12 MB made a 46 MiB
+// event before) yields a result whose
 // meta carries a bounded diff and hashes, not both texts whole.
 func TestHugeEditIsABoundedEvent(t *testing.T) {
 	te := newTestEnv(t)
 	withSpill(t, te)
 	var b strings.Builder
-	for b.Len() < 12<<20 {
+	for b.Len() < 3<<20 {
 		b.WriteString("some ordinary source line, long enough to count\n")
 	}
 	src := b.String()
@@ -173,7 +174,7 @@ func TestHugeEditIsABoundedEvent(t *testing.T) {
 	if len(d.Unified) > unifiedMax+200 || len(out) > OutputBudget {
 		t.Fatalf("unified %d bytes, result %d bytes", len(d.Unified), len(out))
 	}
-	// A new 12 MB file through write: the same bound.
+	// A new 3 MB file through write: the same bound.
 	r = call(t, tWrite, te.Env, obj{"file_path": "new.txt", "content": src})
 	mustOK(t, r)
 	if d := r.Meta.Diff; !d.Elided || d.NewText != "" || len(d.Unified) > unifiedMax+200 {

@@ -30,6 +30,11 @@ const (
 // with transparency, JPEG otherwise). note says what was done, for the
 // result text.
 func fitImage(mediaType string, data []byte) (string, []byte, int, int, string, error) {
+	return fitImageTo(mediaType, data, imageMaxPixels, imageMaxBytes)
+}
+
+// fitImageTo is fitImage with its limits as arguments.
+func fitImageTo(mediaType string, data []byte, imageMaxPixels, imageMaxBytes int) (string, []byte, int, int, string, error) {
 	w, h := imageSize(mediaType, data)
 	if w*h <= imageMaxPixels && len(data) <= imageMaxBytes && w > 0 {
 		return mediaType, data, w, h, "", nil
@@ -45,7 +50,7 @@ func fitImage(mediaType string, data []byte) (string, []byte, int, int, string, 
 		return "", nil, w, h, "", fmt.Errorf("the image cannot be decoded: %v", err)
 	}
 	scale := 1.0
-	for float64(w)*scale*float64(h)*scale > imageMaxPixels {
+	for float64(w)*scale*float64(h)*scale > float64(imageMaxPixels) {
 		scale *= 0.9
 	}
 	for {
