@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 var (
@@ -76,12 +76,17 @@ func TestBackgroundJobLifecycle(t *testing.T) {
 func TestBackgroundJobOutputAcrossLooks(t *testing.T) {
 	te := newTestEnv(t)
 	withJobs(t, te)
-	// The job waits for a file the test writes, so the test decides when
-	// the second part is printed.
+	// The job waits on a FIFO the test writes to, so the test decides
+	// when the second part is printed.
 	gate := te.ws + "/go-on"
-	id, out := bg(t, te, fmt.Sprintf("echo first; while [ ! -e %s ]; do sleep 0.05; done; echo second; exit 3", gate))
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id, out := bg(t, te, fmt.Sprintf("echo first; read x < %s; echo second; exit 3", gate))
 	contains(t, out, "first\n")
-	te.file(t, "go-on", "")
+	if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got := ""
 	for !strings.Contains(got, "exited") {
 		// wait_ms waits for output or the end, not a fixed time.
@@ -168,5 +173,4 @@ func TestCancelledStartKillsTheJob(t *testing.T) {
 	if l := js.List(); len(l) != 1 || l[0].Running {
 		t.Fatalf("jobs after a cancelled start: %+v", l)
 	}
-	_ = time.Second
 }
