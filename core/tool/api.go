@@ -22,6 +22,10 @@ const (
 	KindMutate  Kind = "mutate"  // write, edit
 	KindExecute Kind = "execute" // bash, subagent
 	KindExempt  Kind = "exempt"  // todo_write
+	// MCP server tools: the permission gate runs KindMCPRead (the server
+	// marks the tool readOnlyHint) where reads run, and asks for KindMCP.
+	KindMCPRead Kind = "mcp-read"
+	KindMCP     Kind = "mcp"
 )
 
 // Tool is one model-facing tool.

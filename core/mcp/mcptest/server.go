@@ -1,0 +1,230 @@
+// Package mcptest is an MCP server written with the Go SDK's server side,
+// for dsh's tests: it lists, calls, fails, sends images and resources,
+// blocks until cancelled, changes its tool list, crashes, and misbehaves on
+// stdout on request. Main runs it on stdio (the mcptestserver command and
+// test binaries re-executing themselves); Handler serves streamable HTTP.
+package mcptest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// PNG is a 1x1 PNG the image tool returns.
+var PNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+// Corrupt is a text that, in a result written by Main, makes the result's
+// line malformed JSON (cut in half), as a broken server would write it.
+const Corrupt = "CORRUPT-THIS-FRAME"
+
+// Options of a test server.
+type Options struct {
+	// OnCancel is called when a call to "block" is cancelled.
+	OnCancel func()
+	// OnCall is called with each tool name as a call arrives.
+	OnCall func(name string)
+	// Exit ends the process (the crash tool); nil leaves crash out.
+	Exit func(code int)
+}
+
+type textIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type addIn struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type sumOut struct {
+	Sum float64 `json:"sum"`
+}
+
+type sizeIn struct {
+	MiB float64 `json:"mib"`
+}
+
+type empty struct{}
+
+func yes() *bool { v := true; return &v }
+func no() *bool  { v := false; return &v }
+
+// NewServer builds the test server.
+func NewServer(o Options) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "dsh-mcptest", Version: "1"}, nil)
+	called := func(name string) {
+		if o.OnCall != nil {
+			o.OnCall(name)
+		}
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Echo text", OpenWorldHint: no()}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			called("echo")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two numbers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, sumOut, error) {
+			called("add")
+			return nil, sumOut{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return a tiny PNG.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("image")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a pixel"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: PNG}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "resource", Description: "Return an embedded resource and a link."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("resource")
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://notes/1", MIMEType: "text/plain", Text: "the notes"}},
+				&mcp.ResourceLink{URI: "test://notes/2", Name: "second", MIMEType: "text/plain"},
+			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail on purpose (isError).",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: no()}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("fail")
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed on purpose"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Block until cancelled.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("block")
+			<-ctx.Done()
+			if o.OnCancel != nil {
+				o.OnCancel()
+			}
+			return nil, nil, ctx.Err()
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return a text of the given size in MiB.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in sizeIn) (*mcp.CallToolResult, any, error) {
+			called("big")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(in.MiB*(1<<20)))}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "garble", Description: "Answer with a malformed JSON line (stdio only)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("garble")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: Corrupt}}}, nil, nil
+		})
+	var once sync.Once
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Add the tool \"extra\" (tools/list_changed)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+			called("grow")
+			once.Do(func() {
+				mcp.AddTool(s, &mcp.Tool{Name: "extra", Description: "A tool added at run time."},
+					func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+						called("extra")
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "extra ran"}}}, nil, nil
+					})
+			})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil, nil
+		})
+	if o.Exit != nil {
+		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exit the server process mid-call."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, any, error) {
+				called("crash")
+				fmt.Fprintln(os.Stderr, "mcptest: crashing on purpose")
+				o.Exit(3)
+				return nil, nil, nil
+			})
+	}
+	return s
+}
+
+// Handler serves the test server over streamable HTTP.
+func Handler(o Options) http.Handler {
+	srv := NewServer(o)
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+}
+
+// Main runs the test server on stdio, shaped by the environment:
+//
+//	MCPTEST_EXIT=n          write to stderr and exit n at once
+//	MCPTEST_HANG=1          never answer (read stdin until it closes)
+//	MCPTEST_BANNER=1        print a non-JSON line to stdout first
+//	MCPTEST_CANCEL_MARK=f   create file f when a "block" call is cancelled
+//	MCPTEST_CALL_LOG=f      append each called tool's name to file f
+func Main() {
+	if v := os.Getenv("MCPTEST_EXIT"); v != "" {
+		fmt.Fprintln(os.Stderr, "mcptest: refusing to start (MCPTEST_EXIT)")
+		code := 1
+		fmt.Sscanf(v, "%d", &code)
+		os.Exit(code)
+	}
+	if os.Getenv("MCPTEST_HANG") == "1" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	if os.Getenv("MCPTEST_BANNER") == "1" {
+		fmt.Println("mcptest server starting (this line is not JSON-RPC)")
+	}
+	o := Options{Exit: os.Exit}
+	if mark := os.Getenv("MCPTEST_CANCEL_MARK"); mark != "" {
+		o.OnCancel = func() { _ = os.WriteFile(mark, []byte("cancelled\n"), 0o600) }
+	}
+	if log := os.Getenv("MCPTEST_CALL_LOG"); log != "" {
+		var mu sync.Mutex
+		o.OnCall = func(name string) {
+			mu.Lock()
+			defer mu.Unlock()
+			f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, name)
+				f.Close()
+			}
+		}
+	}
+	t := &mcp.IOTransport{Reader: os.Stdin, Writer: &corrupter{w: os.Stdout}}
+	if err := NewServer(o).Run(context.Background(), t); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// corrupter cuts in half every line that carries Corrupt.
+type corrupter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf bytes.Buffer
+}
+
+func (c *corrupter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	r := bufio.NewReader(bytes.NewReader(c.buf.Bytes()))
+	var done int
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		done += len(line)
+		if bytes.Contains(line, []byte(Corrupt)) {
+			line = append(line[:len(line)/2:len(line)/2], '\n')
+		}
+		if _, err := c.w.Write(line); err != nil {
+			return 0, err
+		}
+	}
+	c.buf.Next(done)
+	return len(p), nil
+}
+
+func (c *corrupter) Close() error { return nil }

@@ -1,0 +1,398 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// State is where a server is in its life.
+type State string
+
+// States.
+const (
+	StateStarting State = "starting"
+	StateReady    State = "ready"
+	StateFailed   State = "failed" // never started, timed out, or died
+	StateStopped  State = "stopped"
+)
+
+// maxToolsPerServer bounds what one server adds to every request.
+const maxToolsPerServer = 128
+
+// Status is a server's state, for /mcp, the log and the doors.
+type Status struct {
+	Name      string
+	Transport Transport
+	Source    string
+	Describe  string
+	State     State
+	Tools     int
+	// Error says why the server failed (start, timeout, death).
+	Error string
+	// Note says what was left out (tools over the cap, schemas too large).
+	Note string
+}
+
+// server is one connection to one MCP server.
+type server struct {
+	cfg ServerConfig
+	set *Set
+
+	mu       sync.Mutex
+	state    State
+	err      string
+	note     string
+	cs       *sdk.ClientSession
+	proc     *stdioProc
+	tools    []remoteTool
+	closing  bool
+	dirty    chan struct{} // a tools/list_changed arrived
+	done     chan struct{} // closed when the server is being stopped
+	settled  chan struct{} // closed once the start ended (ready or failed)
+	loops    sync.WaitGroup
+	listedAt time.Time
+}
+
+// remoteTool is a server's tool as listed, already bounded.
+type remoteTool struct {
+	name     string
+	title    string
+	desc     string
+	schema   []byte
+	required []string
+	hints    Hints
+}
+
+func newServer(set *Set, cfg ServerConfig) *server {
+	return &server{cfg: cfg, set: set, state: StateStarting, dirty: make(chan struct{}, 1),
+		done: make(chan struct{}), settled: make(chan struct{})}
+}
+
+func (s *server) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Name: s.cfg.Name, Transport: s.cfg.Transport, Source: s.cfg.Source, Describe: s.cfg.Describe(),
+		State: s.state, Tools: len(s.tools), Error: s.err, Note: s.note}
+}
+
+// start connects, initializes and lists the tools, within the set's start
+// timeout. It never returns an error: a failure is the server's state.
+func (s *server) start(ctx context.Context) {
+	defer close(s.settled)
+	if err := s.cfg.Validate(); err != nil {
+		s.fail(strings.TrimPrefix(err.Error(), ErrBadConfig.Error()+": "), false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.set.opts.StartTimeout)
+	defer cancel()
+	transport, err := s.transport()
+	if err != nil {
+		s.fail(err.Error(), false)
+		return
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "dsh", Version: s.set.opts.Version}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.markDirty() },
+		// Logging and progress notifications are accepted and dropped:
+		// the model never sees them and a door has nowhere to put them.
+	})
+	if s.set.opts.Cwd != "" {
+		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: s.set.opts.Cwd}).String(), Name: filepath.Base(s.set.opts.Cwd)})
+	}
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		s.fail(s.startError("connecting", ctx, err), true)
+		return
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = cs.Close()
+		return
+	}
+	s.cs = cs
+	s.mu.Unlock()
+	tools, note, err := s.list(ctx, cs)
+	if err != nil {
+		s.fail(s.startError("listing its tools", ctx, err), true)
+		return
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.tools, s.note, s.listedAt = StateReady, tools, note, time.Now()
+	s.mu.Unlock()
+	s.loops.Add(2)
+	go s.watch(cs)
+	go s.relistLoop(cs)
+	s.set.changed(s)
+}
+
+// startError words a failed start: a timeout says which step did not
+// answer; a stdio process that died says how, with its stderr.
+func (s *server) startError(step string, ctx context.Context, err error) string {
+	msg := fmt.Sprintf("%s failed: %v", step, err)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg = fmt.Sprintf("did not answer within %s while %s", s.set.opts.StartTimeout, step)
+	}
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p != nil {
+		select {
+		case <-p.exited:
+			msg += "; " + p.exitText()
+		default:
+			if t := strings.TrimSpace(p.stderr.String()); t != "" {
+				msg += "; its stderr ends with: " + short(lastLines(t, 5), 600)
+			}
+		}
+	}
+	return msg
+}
+
+// transport builds the SDK transport of the server's kind.
+func (s *server) transport() (sdk.Transport, error) {
+	switch s.cfg.Transport {
+	case TransportStdio:
+		p, t, err := startStdio(s.cfg, s.set.opts.Cwd, func(msg string) { s.set.warn(s.cfg.Name, msg) })
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		closing := s.closing
+		s.proc = p
+		s.mu.Unlock()
+		if closing {
+			_ = p.kill(context.Background())
+			return nil, errors.New("the session closed while the server was starting")
+		}
+		return t, nil
+	case TransportHTTP:
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), MaxRetries: -1}, nil
+	case TransportSSE:
+		return &sdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), MaxEventSize: maxFrame}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", s.cfg.Transport)
+}
+
+func (s *server) httpClient() *http.Client {
+	return &http.Client{Transport: headerTransport{headers: s.cfg.Headers, next: http.DefaultTransport}}
+}
+
+// headerTransport adds the configured headers (an API token, usually) to
+// every request to the server.
+type headerTransport struct {
+	headers []KV
+	next    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		req = req.Clone(req.Context())
+		for _, kv := range h.headers {
+			req.Header.Set(kv.Name, kv.Value)
+		}
+	}
+	return h.next.RoundTrip(req)
+}
+
+// list fetches every tool (all pages) and bounds them.
+func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]remoteTool, string, error) {
+	if r := cs.InitializeResult(); r != nil && r.Capabilities != nil && r.Capabilities.Tools == nil {
+		return nil, "", nil // the server offers no tools (prompts or resources only)
+	}
+	var out []remoteTool
+	var notes []string
+	seen := map[string]bool{}
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, "", err
+		}
+		if t == nil || t.Name == "" || seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		rt, note := boundTool(t)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		out = append(out, rt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	if len(out) > maxToolsPerServer {
+		notes = append(notes, fmt.Sprintf("the server lists %d tools; only the first %d by name are offered", len(out), maxToolsPerServer))
+		out = out[:maxToolsPerServer]
+	}
+	return out, strings.Join(notes, "; "), nil
+}
+
+func (s *server) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// relistLoop re-lists the tools after each tools/list_changed. The new list
+// is taken by the session at its next turn boundary (Set.Tools).
+func (s *server) relistLoop(cs *sdk.ClientSession) {
+	defer s.loops.Done()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.dirty:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.set.opts.StartTimeout)
+		go func() {
+			select {
+			case <-s.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		tools, note, err := s.list(ctx, cs)
+		cancel()
+		if err != nil {
+			s.set.warn(s.cfg.Name, "re-listing tools after tools/list_changed failed: "+err.Error())
+			continue
+		}
+		s.mu.Lock()
+		if s.state != StateReady {
+			s.mu.Unlock()
+			return
+		}
+		s.tools, s.note, s.listedAt = tools, note, time.Now()
+		s.mu.Unlock()
+		s.set.changed(s)
+	}
+}
+
+// watch notices a server that goes away: the process exits or the
+// connection breaks.
+func (s *server) watch(cs *sdk.ClientSession) {
+	defer s.loops.Done()
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	connDone := make(chan error, 1)
+	go func() { connDone <- cs.Wait() }()
+	var why string
+	select {
+	case <-s.done:
+		return
+	case err := <-connDone:
+		why = "the connection closed"
+		if err != nil {
+			why = "the connection broke: " + err.Error()
+		}
+		if p != nil {
+			// A process that closes its stdout is usually exiting: wait
+			// a moment for how it ended, which says more.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-p.exited:
+				why = p.exitText()
+			case <-t.C:
+			case <-s.done:
+			}
+			t.Stop()
+		}
+	case <-procExited(p):
+		why = p.exitText()
+	}
+	s.fail("stopped working: "+why, true)
+}
+
+func procExited(p *stdioProc) <-chan struct{} {
+	if p == nil {
+		return nil
+	}
+	return p.exited
+}
+
+// fail records the failure, reports it, and releases what the server held.
+func (s *server) fail(why string, stop bool) {
+	s.mu.Lock()
+	if s.closing || s.state == StateFailed {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.err, s.tools = StateFailed, why, nil
+	s.mu.Unlock()
+	if stop {
+		s.release(context.Background())
+	}
+	s.set.changed(s)
+}
+
+// release closes the session and stops the process.
+func (s *server) release(ctx context.Context) error {
+	s.mu.Lock()
+	cs, p := s.cs, s.proc
+	s.mu.Unlock()
+	var errs []error
+	if p != nil {
+		// Stop the process first: closing the SDK session waits for the
+		// connection to wind down, which a wedged server never does.
+		errs = append(errs, p.kill(ctx))
+	}
+	if cs != nil {
+		done := make(chan struct{})
+		go func() {
+			_ = cs.Close()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stop ends the server for good (the session closes).
+func (s *server) stop(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	if s.state == StateReady || s.state == StateStarting {
+		s.state = StateStopped
+	}
+	s.mu.Unlock()
+	close(s.done)
+	err := s.release(ctx)
+	<-s.settled
+	s.loops.Wait()
+	return err
+}
+
+// session returns the live SDK session, or why there is none.
+func (s *server) session() (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.state {
+	case StateReady:
+		return s.cs, nil
+	case StateFailed:
+		return nil, fmt.Errorf("%w: server %q failed: %s", errNotRunning, s.cfg.Name, s.err)
+	case StateStarting:
+		return nil, fmt.Errorf("%w: server %q is still starting", errNotRunning, s.cfg.Name)
+	}
+	return nil, fmt.Errorf("%w: server %q was stopped", errNotRunning, s.cfg.Name)
+}
