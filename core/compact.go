@@ -95,7 +95,7 @@ func (s *Session) limits(prov model.Provider, cfg event.Config) contextLimits {
 // tool list. Callers hold commitMu.
 func (s *Session) fixedBytes() int64 {
 	n := int64(len(s.header0))
-	for _, t := range s.rt.specs {
+	for _, t := range s.tools().specs {
 		n += int64(len(t.Name)+len(t.Description)+len(t.Parameters)) + 48
 	}
 	return n

@@ -61,7 +61,7 @@ func (r *Runtime) environment(ctx context.Context, cwd string) (event.EnvFacts, 
 		Date:     now.Format("2006-01-02"),
 		TimeZone: fmt.Sprintf("%s (%s)", name, formatOffset(off)),
 	}
-	if r.findTool("bash") != nil {
+	if r.baseTools().byName["bash"] != nil {
 		f.Shell = shellPath
 	}
 	root := gitRoot(cwd)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		return res
 	}
 
+	s.refreshTools() // MCP tools change at turn boundaries only
 	if _, err := s.emit(event.TypeTurnStart, event.TurnStart{Turn: turn}); err != nil {
 		return fail(err)
 	}
@@ -165,10 +167,11 @@ func abortedReason(ctx context.Context) event.TurnEndReason {
 // request builds the model request of a step, recording request/header when
 // the stable prefix (system prompt, tools, config) is first used or changes.
 func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, error) {
+	ts := s.tools()
 	s.commitMu.Lock()
-	system, seen, last := s.header0, s.hdrSeen, s.lastHdr
+	system, seen, last, lastTools := s.header0, s.hdrSeen, s.lastHdr, s.hdrTools
 	s.commitMu.Unlock()
-	if !seen || last != cfg {
+	if !seen || last != cfg || !bytes.Equal(lastTools, ts.json) {
 		// The recorded prompt is kept unless the model changed: a resumed
 		// session sends the bytes it always sent, even under a newer dsh.
 		if !seen || last.Model != cfg.Model {
@@ -180,7 +183,7 @@ func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, er
 		}
 		h.Header.Config, h.Header.AdapterDefaults = effectiveConfig(cfg, caps)
 		h.Header.System = system
-		h.Header.Tools = s.rt.toolsJSON
+		h.Header.Tools = ts.json
 		if _, err := s.emit(event.TypeRequestHeader, h); err != nil {
 			return nil, err
 		}
@@ -191,7 +194,7 @@ func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, er
 	req := &model.Request{
 		Model:           cfg.Model,
 		Messages:        msgs,
-		Tools:           s.rt.specs,
+		Tools:           ts.specs,
 		MaxTokens:       cfg.MaxTokens,
 		ReasoningEffort: cfg.ReasoningEffort,
 	}
@@ -344,7 +347,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	evs, payloads := []event.Event{amEv}, []any{am}
 	for _, c := range calls {
 		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		if t, repaired := s.rt.resolveTool(c.Name); repaired {
+		if t, repaired := s.resolveTool(c.Name); repaired {
 			tc.RepairedName = t.Name()
 		}
 		evs, payloads = append(evs, event.New(event.TypeToolCall, tc)), append(payloads, tc)
@@ -428,9 +431,9 @@ func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.To
 	for i := 0; i < len(calls); {
 		// A batch is one call, or a run of parallel-safe calls.
 		j := i + 1
-		if t, _ := s.rt.resolveTool(calls[i].Name); t != nil && t.ParallelSafe() {
+		if t, _ := s.resolveTool(calls[i].Name); t != nil && t.ParallelSafe() {
 			for j < len(calls) && j-i < maxParallel {
-				if t2, _ := s.rt.resolveTool(calls[j].Name); t2 == nil || !t2.ParallelSafe() {
+				if t2, _ := s.resolveTool(calls[j].Name); t2 == nil || !t2.ParallelSafe() {
 					break
 				}
 				j++
@@ -486,9 +489,9 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		p.out = &outcome{res: tool.ErrorResult("not run: the turn was cancelled"), code: event.ToolAbortedBeforeDispatch}
 		return p
 	}
-	p.t, p.repaired = s.rt.resolveTool(c.Name)
+	p.t, p.repaired = s.resolveTool(c.Name)
 	if p.t == nil {
-		p.out = &outcome{res: s.rt.unknownTool(c.Name), code: event.ToolUnknown}
+		p.out = &outcome{res: s.unknownTool(c.Name), code: event.ToolUnknown}
 		return p
 	}
 	args := strings.TrimSpace(c.Arguments)

@@ -63,13 +63,13 @@ func cutOffResult(maxTokens int) tool.Result {
 // resolveTool finds the tool a call names. A name that differs from a
 // real one only by case or by '-' for '_' (Read, todo-write) is repaired:
 // repaired reports it, and the result tells the model the right name.
-func (r *Runtime) resolveTool(name string) (t tool.Tool, repaired bool) {
-	if t := r.findTool(name); t != nil {
+func (s *Session) resolveTool(name string) (t tool.Tool, repaired bool) {
+	if t := s.findTool(name); t != nil {
 		return t, false
 	}
 	want := normToolName(name)
 	var found tool.Tool
-	for _, c := range r.Tools() {
+	for _, c := range s.tools().tools {
 		if normToolName(c.Name()) == want {
 			if found != nil {
 				return nil, false // ambiguous: do not guess
@@ -85,9 +85,9 @@ func normToolName(s string) string {
 }
 
 // unknownTool is told for a call naming no tool.
-func (r *Runtime) unknownTool(name string) tool.Result {
+func (s *Session) unknownTool(name string) tool.Result {
 	var names []string
-	for _, t := range r.Tools() {
+	for _, t := range s.tools().tools {
 		names = append(names, t.Name())
 	}
 	return tool.ErrorResult(fmt.Sprintf("unknown tool %q; the call was not run. The tools are: %s.",

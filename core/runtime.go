@@ -5,12 +5,10 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/store"
@@ -75,16 +74,24 @@ type Config struct {
 	// CompactAt is the share of the window at which a session compacts
 	// before its next model call (the compactAt setting; default 0.8).
 	CompactAt float64
+	// MCPServers are started for every session (the config file's).
+	MCPServers []mcp.ServerConfig
+	// MCPStartWait bounds how long opening a session waits for its MCP
+	// servers (default 1.5 s); MCPStartTimeout bounds one server's start
+	// (default 30 s).
+	MCPStartWait    time.Duration
+	MCPStartTimeout time.Duration
+	// Version is dsh's version, told to MCP servers.
+	Version string
 }
 
 // Runtime owns the live sessions of one process.
 type Runtime struct {
-	cfg   Config
-	log   *slog.Logger
-	tools []tool.Tool
-	specs []model.ToolSpec
-	// toolsJSON is the tool list as recorded in request/header.
-	toolsJSON []byte
+	cfg Config
+	log *slog.Logger
+	// base is the runtime's own tools (the built-ins and registered ones);
+	// a session adds its MCP servers' tools to it.
+	base *toolset
 
 	mu        sync.Mutex
 	sessions  map[string]*Session
@@ -164,44 +171,17 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) RegisterTool(t tool.Tool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.setTools(append(append([]tool.Tool(nil), r.tools...), t))
+	r.setTools(append(append([]tool.Tool(nil), r.base.tools...), t))
 }
 
-func (r *Runtime) setTools(ts []tool.Tool) {
-	ts = append([]tool.Tool(nil), ts...)
-	sort.Slice(ts, func(i, j int) bool { return ts[i].Name() < ts[j].Name() })
-	r.tools = ts
-	r.specs = make([]model.ToolSpec, len(ts))
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, t := range ts {
-		r.specs[i] = model.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		desc, _ := json.Marshal(t.Description())
-		fmt.Fprintf(&b, `{"name":%q,"description":%s,"parameters":%s}`, t.Name(), desc, t.Schema())
-	}
-	b.WriteByte(']')
-	r.toolsJSON = []byte(b.String())
-}
+func (r *Runtime) setTools(ts []tool.Tool) { r.base = newToolset(ts) }
 
-// Tools returns the runtime's tools, sorted by name.
+// Tools returns the runtime's own tools, sorted by name (a session's list
+// adds its MCP servers' tools: Session.Tools).
 func (r *Runtime) Tools() []tool.Tool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]tool.Tool(nil), r.tools...)
-}
-
-func (r *Runtime) findTool(name string) tool.Tool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, t := range r.tools {
-		if t.Name() == name {
-			return t
-		}
-	}
-	return nil
+	return append([]tool.Tool(nil), r.base.tools...)
 }
 
 // Store returns the runtime's session store.
@@ -244,6 +224,9 @@ type SessionOptions struct {
 	Origin         string
 	// OnDelta receives live model deltas (never persisted).
 	OnDelta func(model.Delta)
+	// MCPServers are the door's MCP servers for this session (ACP
+	// mcpServers), added to the runtime's; one of the same name wins.
+	MCPServers []mcp.ServerConfig
 }
 
 // NewSessionID mints a fresh session id.
@@ -339,6 +322,7 @@ func (r *Runtime) coalesce(ctx context.Context, id string, fn func() (*Session, 
 	close(c.done)
 	if c.err == nil {
 		r.publish(Notice{Kind: NoticeCreated, SessionID: id, Header: c.s.header, Resumed: c.s.resumed})
+		c.s.mcpAnnounced()
 	}
 	return c.s, c.err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/store"
@@ -65,10 +66,21 @@ type Session struct {
 	titled    bool
 	header0   string // system prompt of the last request/header
 	lastHdr   event.Config
+	hdrTools  []byte // tool list of the last request/header
 	hdrSeen   bool
 	// learnedWindow is the context window a provider's refusal named, when
 	// it is smaller than the configured one (0 = none).
 	learnedWindow int64
+	ts            *toolset // the model's tools; swapped at turn boundaries
+
+	// mcp is the session's MCP servers (nil: none); ownMCP says whether
+	// the session started them (an in-process child shares its parent's).
+	mcp    *mcp.Set
+	ownMCP bool
+	// Server reports wait until the runtime has announced the session.
+	mcpMu      sync.Mutex
+	mcpLive    bool
+	mcpPending []mcp.Status
 }
 
 // Ticket follows one queued prompt to the end of the turn that took it.
@@ -142,6 +154,7 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 			}
 		}
 	}
+	s.startMCP(opts)
 	return s, nil
 }
 
@@ -168,6 +181,7 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.hdrSeen = true
 			s.header0 = d.Header.System
 			s.lastHdr = d.RequestedConfig()
+			s.hdrTools = d.Header.Tools
 		}
 	case event.TypeEnvironment:
 		if d, err := payloadOf[event.Environment](ev, payload); err == nil {
@@ -484,7 +498,8 @@ func (s *Session) Close(ctx context.Context) error {
 		s.rt.log.Warn("session did not settle before close", "session", s.id, "err", err)
 	}
 	s.jobs.Close() // no background job outlives its session
-	err := s.lg.Close()
+	mcpErr := s.closeMCP(ctx)
+	err := errors.Join(s.lg.Close(), mcpErr)
 	s.rt.forget(s)
 	s.closeErr = err
 	close(s.closeDone)

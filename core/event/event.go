@@ -53,6 +53,7 @@ const (
 	TypeCompactionCheckpoint = "compaction/checkpoint"
 	TypeCompactionFailed     = "compaction/failed"
 	TypeCompactionTrim       = "compaction/trim"
+	TypeMCPServer            = "mcp/server"
 )
 
 // known lists every type this package can decode. A log containing another
@@ -66,6 +67,7 @@ var known = map[string]bool{
 	TypeAssistantChunk:  true,
 	TypeEnvironment:     true,
 	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
+	TypeMCPServer: true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -101,7 +103,7 @@ func New(typ string, data any) Event {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
 	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeEnvironment,
-		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim:
+		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer:
 		ev.Ignorable = true
 	}
 	return ev

@@ -499,6 +499,18 @@ type PermissionDecision struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
+// MCPServer is the payload of mcp/server: an MCP server of the session
+// became ready (with its tool count), changed its tools, or failed.
+type MCPServer struct {
+	Server    string `json:"server"`
+	Transport string `json:"transport"`
+	Source    string `json:"source,omitempty"` // config | acp | sdk
+	State     string `json:"state"`            // ready | failed | stopped
+	Tools     int    `json:"tools"`
+	Error     string `json:"error,omitempty"`
+	Note      string `json:"note,omitempty"`
+}
+
 // ConfigChange is the payload of session/config: a change of model,
 // reasoning effort or permission mode made after the session started.
 type ConfigChange struct {

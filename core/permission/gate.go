@@ -78,6 +78,9 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 		r := rule
 		return Decision{By: ByRule, Rule: r.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), r)}
 	}
+	if req.Kind == string(tool.KindMCP) || req.Kind == string(tool.KindMCPRead) {
+		return g.decideMCP(ctx, req, mode, rule, ruled)
+	}
 	isRead := req.Kind == string(tool.KindRead) && !req.Write
 	switch mode {
 	case ModeReadOnly:
@@ -103,6 +106,32 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 		return Decision{Allow: true, By: ByRule, Rule: rule.String()}
 	}
 	return g.ask(ctx, req, mode, outside)
+}
+
+// decideMCP decides a call of an MCP server's tool (deny rules and full
+// mode are handled before): read-only runs only tools the server marks
+// readOnlyHint; auto runs those and asks for the rest; ask asks for all.
+// An allow rule (mcp__server__tool) stands for an answer.
+func (g *Gate) decideMCP(ctx context.Context, req Request, mode Mode, rule Rule, ruled bool) Decision {
+	readOnly := req.Kind == string(tool.KindMCPRead)
+	switch mode {
+	case ModeReadOnly:
+		if readOnly {
+			return Decision{Allow: true, By: ByMode}
+		}
+		return Decision{By: ByMode, Reason: fmt.Sprintf("permission denied: the session is read-only and its MCP server does not mark %s read-only", req.Tool)}
+	case ModeAuto:
+		if readOnly {
+			return Decision{Allow: true, By: ByMode}
+		}
+	case ModeAsk:
+	default:
+		return Decision{By: ByMode, Reason: fmt.Sprintf("permission denied: unknown permission mode %q", mode)}
+	}
+	if ruled && rule.Allow {
+		return Decision{Allow: true, By: ByRule, Rule: rule.String()}
+	}
+	return g.ask(ctx, req, mode, "")
 }
 
 func (g *Gate) ask(ctx context.Context, req Request, mode Mode, outside string) Decision {

@@ -1,0 +1,190 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
+	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// defaultMCPStartWait is how long opening a session waits for its MCP
+// servers before it answers; a slower server's tools join at a turn
+// boundary once it is ready.
+const defaultMCPStartWait = 1500 * time.Millisecond
+
+// toolset is one tool list as the model sees it: sorted by name, with its
+// specs and the JSON recorded in request/header. It never changes once
+// built; a session swaps in a new one at a turn boundary.
+type toolset struct {
+	tools  []tool.Tool
+	byName map[string]tool.Tool
+	specs  []model.ToolSpec
+	json   []byte
+	// base and mcpVersion are what the set was built from.
+	base       *toolset
+	mcpVersion uint64
+}
+
+func newToolset(ts []tool.Tool) *toolset {
+	ts = tool.Sort(ts)
+	t := &toolset{tools: ts, byName: make(map[string]tool.Tool, len(ts)), specs: make([]model.ToolSpec, len(ts))}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, x := range ts {
+		t.byName[x.Name()] = x
+		t.specs[i] = model.ToolSpec{Name: x.Name(), Description: x.Description(), Parameters: x.Schema()}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		desc, _ := json.Marshal(x.Description())
+		fmt.Fprintf(&b, `{"name":%q,"description":%s,"parameters":%s}`, x.Name(), desc, x.Schema())
+	}
+	b.WriteByte(']')
+	t.json = []byte(b.String())
+	return t
+}
+
+// baseTools is the runtime's own tool list (built-ins and registered).
+func (r *Runtime) baseTools() *toolset {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.base
+}
+
+// sessionTools builds a session's tool list: the runtime's, plus the
+// tools of its MCP servers that are ready now.
+func (s *Session) sessionTools() *toolset {
+	base := s.rt.baseTools()
+	if s.mcp == nil {
+		return base
+	}
+	mt, v := s.mcp.Tools()
+	if len(mt) == 0 {
+		ts := *base
+		ts.base, ts.mcpVersion = base, v
+		return &ts
+	}
+	ts := newToolset(append(append([]tool.Tool(nil), base.tools...), mt...))
+	ts.base, ts.mcpVersion = base, v
+	return ts
+}
+
+// refreshTools takes the tool list's changes at a turn boundary: an MCP
+// server that became ready, changed its tools or died. Within a turn the
+// list (and so the request prefix) never moves.
+func (s *Session) refreshTools() {
+	s.mu.Lock()
+	cur := s.ts
+	s.mu.Unlock()
+	if cur != nil && cur.base == s.rt.baseTools() && (s.mcp == nil || cur.mcpVersion == s.mcp.Version()) {
+		return
+	}
+	next := s.sessionTools()
+	s.mu.Lock()
+	s.ts = next
+	s.mu.Unlock()
+}
+
+// tools returns the session's current tool list.
+func (s *Session) tools() *toolset {
+	s.mu.Lock()
+	ts := s.ts
+	s.mu.Unlock()
+	if ts == nil {
+		return s.rt.baseTools()
+	}
+	return ts
+}
+
+func (s *Session) findTool(name string) tool.Tool { return s.tools().byName[name] }
+
+// Tools returns the tools the session's model is offered now, sorted by
+// name: the runtime's and its MCP servers'.
+func (s *Session) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools().tools...) }
+
+// MCPStatus returns the state of the session's MCP servers (for /mcp).
+func (s *Session) MCPStatus() []mcp.Status { return s.mcp.Status() }
+
+// startMCP starts the session's MCP servers (the runtime's configured ones
+// and the door's), or shares its parent's when the session is an
+// in-process subagent child. It waits for them a short while only.
+func (s *Session) startMCP(opts SessionOptions) {
+	if opts.ParentSession != "" {
+		if p := s.rt.Get(opts.ParentSession); p != nil && p.mcp != nil {
+			s.mcp = p.mcp // the parent owns and closes it
+			s.refreshTools()
+			return
+		}
+	}
+	cfgs := mcp.Merge(s.rt.cfg.MCPServers, opts.MCPServers)
+	if len(cfgs) == 0 {
+		return
+	}
+	base := s.rt.baseTools()
+	s.mcp = mcp.Start(cfgs, mcp.Options{
+		Cwd:          s.header.Cwd,
+		Version:      s.rt.cfg.Version,
+		StartTimeout: s.rt.cfg.MCPStartTimeout,
+		Logger:       s.rt.log.With("session", s.id),
+		Reserved:     func(name string) bool { return base.byName[name] != nil },
+		OnStatus:     s.recordMCPStatus,
+	})
+	s.ownMCP = true
+	wait := s.rt.cfg.MCPStartWait
+	if wait == 0 {
+		wait = defaultMCPStartWait
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	s.mcp.WaitStarted(ctx)
+	cancel()
+	s.refreshTools()
+}
+
+// recordMCPStatus records a server's change of state in the log, where
+// every door sees it (the ACP door tells the user of a failure).
+func (s *Session) recordMCPStatus(st mcp.Status) {
+	s.mcpMu.Lock()
+	if !s.mcpLive {
+		s.mcpPending = append(s.mcpPending, st)
+		s.mcpMu.Unlock()
+		return
+	}
+	s.mcpMu.Unlock()
+	ev := event.New(event.TypeMCPServer, event.MCPServer{Server: st.Name, Transport: string(st.Transport),
+		Source: st.Source, State: string(st.State), Tools: st.Tools, Error: st.Error, Note: st.Note})
+	if err := s.Record(ev); err != nil {
+		s.rt.log.Debug("mcp status not recorded", "session", s.id, "server", st.Name, "err", err)
+	}
+}
+
+// mcpAnnounced records the server reports held back while the session
+// was being created: no event of a session is published before the
+// runtime has announced it.
+func (s *Session) mcpAnnounced() {
+	s.mcpMu.Lock()
+	if s.mcpLive {
+		s.mcpMu.Unlock()
+		return
+	}
+	s.mcpLive = true
+	pending := s.mcpPending
+	s.mcpPending = nil
+	s.mcpMu.Unlock()
+	for _, st := range pending {
+		s.recordMCPStatus(st)
+	}
+}
+
+// closeMCP stops the servers the session owns.
+func (s *Session) closeMCP(ctx context.Context) error {
+	if !s.ownMCP {
+		return nil
+	}
+	return s.mcp.Close(ctx)
+}
