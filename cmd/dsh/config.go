@@ -29,7 +29,8 @@ type fileConfig struct {
 	Subagents       json.RawMessage `json:"subagents"`
 	// WebFetchAllowPrivate lets web_fetch reach loopback and private
 	// network addresses.
-	WebFetchAllowPrivate *bool `json:"webFetchAllowPrivate"`
+	WebFetchAllowPrivate *bool           `json:"webFetchAllowPrivate"`
+	MCPServers           json.RawMessage `json:"mcpServers"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 )
@@ -48,6 +49,9 @@ type Settings struct {
 	Subagents json.RawMessage
 	// WebFetchAllowPrivate lets web_fetch reach non-public addresses.
 	WebFetchAllowPrivate bool
+	// MCPServers are the config file's "mcpServers" (an unusable entry is
+	// kept with Invalid set, and reported when a session starts).
+	MCPServers []mcp.ServerConfig
 	// Sources says where each setting came from, keyed by its config key:
 	// "flag --model", "environment DSH_MODEL", "config file", "default".
 	Sources map[string]string
@@ -219,6 +223,9 @@ func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
 		return s, err
 	}
 	s.Subagents = fc.Subagents
+	if s.MCPServers, err = mcp.ParseFile(fc.MCPServers); err != nil {
+		return s, fmt.Errorf("config file %s: %w", s.ConfigPath, err)
+	}
 	s.Provider = r.pick("provider", fromFlag("provider", f.provider), fromEnv("DSH_PROVIDER"), fromFile(fc.Provider), byDefault("deepseek-official"))
 	if !slices.Contains(model.Names(), s.Provider) {
 		return s, fmt.Errorf("unknown provider %q from %s (want %s)", s.Provider, s.Sources["provider"], strings.Join(model.Names(), ", "))

@@ -104,6 +104,8 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		CompactAt:        s.CompactAt,
 		Origin:           origin,
 		Logger:           logger,
+		MCPServers:       s.MCPServers,
+		Version:          version,
 	})
 	if err != nil {
 		return nil, err
