@@ -106,6 +106,10 @@ func (s *server) start(ctx context.Context) {
 		// the model never sees them and a door has nowhere to put them.
 	})
 	if s.set.opts.Cwd != "" {
+		// Roots are deprecated from protocol 2026-07-28 on, but the
+		// servers people run today (filesystem, git) still scope
+		// themselves by them.
+		//lint:ignore SA1019 still what current servers read
 		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: s.set.opts.Cwd}).String(), Name: filepath.Base(s.set.opts.Cwd)})
 	}
 	cs, err := client.Connect(ctx, transport, nil)

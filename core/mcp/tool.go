@@ -133,7 +133,7 @@ func (t *Tool) Kind() tool.Kind {
 	return tool.KindMCP
 }
 
-// ParallelSafe: read-only tools of one step may run at once.
+// ParallelSafe reports whether calls may run at once: read-only tools may.
 func (t *Tool) ParallelSafe() bool { return t.remote.hints.ReadOnly }
 
 // Server is the name of the tool's server, as configured.

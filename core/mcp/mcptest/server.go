@@ -56,8 +56,7 @@ type sizeIn struct {
 
 type empty struct{}
 
-func yes() *bool { v := true; return &v }
-func no() *bool  { v := false; return &v }
+func no() *bool { v := false; return &v }
 
 // NewServer builds the test server.
 func NewServer(o Options) *mcp.Server {
