@@ -58,6 +58,13 @@ func applyEdit(content string, e editSpec, shown string) (string, int, string, e
 // locate finds where e applies in content, step by step.
 func locate(content string, e editSpec, shown string) ([]span, string, error) {
 	crlf := strings.Contains(content, "\r\n")
+	var lines []fileLine // indexed once, by the first step that needs them
+	lineIndex := func() []fileLine {
+		if lines == nil {
+			lines = indexLines(content)
+		}
+		return lines
+	}
 	steps := []struct {
 		how  string
 		find func() []span
@@ -73,8 +80,8 @@ func locate(content string, e editSpec, shown string) ([]span, string, error) {
 			}
 			return exactSpans(content, old, repl)
 		}},
-		{matchTrailing, func() []span { return lineSpans(content, e, crlf, false) }},
-		{matchIndent, func() []span { return lineSpans(content, e, crlf, true) }},
+		{matchTrailing, func() []span { return lineSpans(content, lineIndex(), e, crlf, false) }},
+		{matchIndent, func() []span { return lineSpans(content, lineIndex(), e, crlf, true) }},
 	}
 	for _, st := range steps {
 		spans := st.find()
@@ -91,7 +98,7 @@ func locate(content string, e editSpec, shown string) ([]span, string, error) {
 		}
 		return spans, st.how, nil
 	}
-	return nil, "", &replaceError{missMessage(content, e.Old, shown)}
+	return nil, "", &replaceError{missMessage(content, lineIndex(), e.Old, shown)}
 }
 
 // exactSpans are the non-overlapping occurrences of old.
@@ -150,12 +157,11 @@ func oldLines(s string) ([]string, bool) {
 // lineSpans matches old_string line by line, ignoring the trailing
 // whitespace of each line and, with indent, a uniform difference of leading
 // indentation (the replacement is then re-indented by the same offset).
-func lineSpans(content string, e editSpec, crlf, indent bool) []span {
+func lineSpans(content string, lines []fileLine, e editSpec, crlf, indent bool) []span {
 	want, endsNL := oldLines(e.Old)
 	if len(want) == 0 || strings.TrimSpace(strings.Join(want, "")) == "" {
 		return nil
 	}
-	lines := indexLines(content)
 	n := len(want)
 	var wantCmp []string
 	var wantIndent string
@@ -165,8 +171,13 @@ func lineSpans(content string, e editSpec, crlf, indent bool) []span {
 	} else {
 		wantCmp = rstripAll(want)
 	}
+	// A cheap test of the first line skips almost every window.
+	firstWant := strings.TrimSpace(want[0])
 	var out []span
 	for i := 0; i+n <= len(lines); i++ {
+		if strings.TrimSpace(content[lines[i].start:lines[i].end]) != firstWant {
+			continue
+		}
 		got := make([]string, n)
 		for k := 0; k < n; k++ {
 			got[k] = content[lines[i+k].start:lines[i+k].end]
@@ -295,10 +306,9 @@ const (
 // missMessage says old_string was not found and shows the block of the file
 // most like it, numbered as read numbers lines, so the model can copy the
 // real text.
-func missMessage(content, old, shown string) string {
+func missMessage(content string, lines []fileLine, old, shown string) string {
 	msg := fmt.Sprintf("old_string was not found in %s, not even ignoring line endings, trailing whitespace and indentation", shown)
 	want, _ := oldLines(old)
-	lines := indexLines(content)
 	if len(lines) == 0 {
 		return msg + "; the file is empty"
 	}
