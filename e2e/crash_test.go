@@ -634,9 +634,14 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 	}
 	// Turns: each turn/start is closed by its turn/end before the next
 	// turn starts; the repair closes a killed turn before the resume.
+	// Calls (DESIGN §4): every tool-call block of an assistant/message is
+	// announced by exactly one tool/call after it and answered by exactly
+	// one tool/result after that, before the turn ends — also when the
+	// turn was killed and closed by the repair.
 	type turnState struct {
 		turn    int
-		calls   map[string]int // call id → results
+		blocks  map[string]bool // call ids of the turn's assistant messages
+		calls   map[string]int  // announced call id → results
 		unknown int
 	}
 	var cur *turnState
@@ -669,14 +674,37 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 			if d.Turn != lastTurn+1 {
 				t.Fatalf("turn %d follows turn %d", d.Turn, lastTurn)
 			}
-			cur = &turnState{turn: d.Turn, calls: map[string]int{}}
+			cur = &turnState{turn: d.Turn, blocks: map[string]bool{}, calls: map[string]int{}}
 			lastTurn = d.Turn
+		case event.TypeAssistantMessage:
+			if !ev.IsAppend() {
+				continue
+			}
+			d, err := event.Decode[event.AssistantMessage](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range d.Message.Content {
+				if b.Type != event.BlockToolCall {
+					continue
+				}
+				if cur == nil || cur.blocks[b.ID] {
+					t.Fatalf("seq %d: call %s outside a turn or made twice", i, b.ID)
+				}
+				cur.blocks[b.ID] = true
+			}
 		case event.TypeToolCall:
 			d, _ := event.Decode[event.ToolCall](ev)
 			if cur == nil {
 				t.Fatalf("tool call %s outside a turn", d.CallID)
 			}
-			cur.calls[d.CallID] += 0
+			if !cur.blocks[d.CallID] {
+				t.Fatalf("seq %d: tool/call %s that no assistant message of the turn made", i, d.CallID)
+			}
+			if _, dup := cur.calls[d.CallID]; dup {
+				t.Fatalf("seq %d: tool/call %s announced twice", i, d.CallID)
+			}
+			cur.calls[d.CallID] = 0
 		case event.TypeToolResult:
 			d, err := event.Decode[event.ToolResult](ev)
 			if err != nil {
@@ -687,7 +715,7 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 			}
 			callID := d.Result().ToolCallID
 			if _, ok := cur.calls[callID]; !ok {
-				t.Fatalf("result for call %q that the turn did not make", callID)
+				t.Fatalf("seq %d: result for call %q that no tool/call of the turn announced", i, callID)
 			}
 			cur.calls[callID]++
 			if d.Error != nil && d.Error.Code == event.ToolOutcomeUnknown {
@@ -701,9 +729,9 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 			if cur == nil || d.Turn != cur.turn {
 				t.Fatalf("turn/end of turn %d at seq %d does not close the open turn", d.Turn, i)
 			}
-			for callID, n := range cur.calls {
-				if n != 1 {
-					t.Fatalf("turn %d: call %s has %d results", cur.turn, callID, n)
+			for callID := range cur.blocks {
+				if n, ok := cur.calls[callID]; !ok || n != 1 {
+					t.Fatalf("turn %d: call %s was announced %v and has %d results", cur.turn, callID, ok, n)
 				}
 			}
 			switch d.Reason.Kind {

@@ -177,9 +177,12 @@ const (
 )
 
 // closeTurn returns the events that close an unfinished turn at the end of
-// events (nil if the last turn ended): a TOOL_OUTCOME_UNKNOWN result for
-// every call of the turn that has none, a step/end for an open step, and a
-// turn/end of kind interrupted. Seqs continue from len(events); every event
+// events (nil if the last turn ended): a tool/call for every call of an
+// assistant/message that has none (dsh commits the two together, but a log
+// cut inside that write, or written by an older dsh, can lack them; a
+// result must never answer a call that was not announced), a
+// TOOL_OUTCOME_UNKNOWN result for every call of the turn that has none, a
+// step/end for an open step, and a turn/end of kind interrupted. Seqs continue from len(events); every event
 // gets time now. Message ids are derived from the session id and seq, so a
 // read-only replay and a later repair name them alike. file labels errors.
 func closeTurn(events []event.Event, sessionID string, now int64, file string) ([]event.Event, error) {
@@ -197,22 +200,29 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 		return nil, nil
 	}
 	type call struct {
-		id         string
-		turn, step int
+		id              string
+		turn, step      int
+		name, arguments string
+		announced       bool // a tool/call event is in the log
 	}
 	var (
 		calls    []call
-		seen     = map[string]bool{}
+		seen     = map[string]int{} // call id → index in calls
 		results  = map[string]bool{}
 		turn     int
 		step     event.Step
 		stepOpen bool
 	)
-	addCall := func(id string, turn, step int) {
-		if id != "" && !seen[id] {
-			seen[id] = true
-			calls = append(calls, call{id, turn, step})
+	addCall := func(c call) {
+		if c.id == "" {
+			return
 		}
+		if i, ok := seen[c.id]; ok {
+			calls[i].announced = calls[i].announced || c.announced
+			return
+		}
+		seen[c.id] = len(calls)
+		calls = append(calls, c)
 	}
 	for i := start; i < len(events); i++ {
 		ev := events[i]
@@ -242,15 +252,17 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 			if err := json.Unmarshal(ev.Data, &d); err != nil {
 				return nil, bad(err)
 			}
-			addCall(d.CallID, d.Turn, d.Step)
+			addCall(call{id: d.CallID, turn: d.Turn, step: d.Step, announced: true})
 		case event.TypeAssistantMessage:
 			var d struct {
 				Turn    int `json:"turn"`
 				Step    int `json:"step"`
 				Message struct {
 					Content []struct {
-						Type string `json:"type"`
-						ID   string `json:"id"`
+						Type      string `json:"type"`
+						ID        string `json:"id"`
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
 					} `json:"content"`
 				} `json:"message"`
 			}
@@ -259,7 +271,7 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 			}
 			for _, b := range d.Message.Content {
 				if b.Type == event.BlockToolCall {
-					addCall(b.ID, d.Turn, d.Step)
+					addCall(call{id: b.ID, turn: d.Turn, step: d.Step, name: b.Name, arguments: b.Arguments})
 				}
 			}
 		case event.TypeToolResult:
@@ -295,6 +307,11 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 		ev.Time = now
 		out = append(out, ev)
 		return ev
+	}
+	for _, c := range calls {
+		if !c.announced && !results[c.id] {
+			add(event.TypeToolCall, event.ToolCall{Turn: c.turn, Step: c.step, CallID: c.id, Name: c.name, Arguments: c.arguments})
+		}
 	}
 	for _, c := range calls {
 		if results[c.id] {

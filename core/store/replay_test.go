@@ -318,12 +318,14 @@ func TestUnfinishedTurnClosed(t *testing.T) {
 		{"no turn at all", seqd(0, event.New(event.TypeSessionTitle, event.SessionTitle{Title: "x"})), nil, nil},
 		{"after turn/start", full[:1], []string{event.TypeTurnEnd}, nil},
 		{"in a step", full[:3], []string{event.TypeStepEnd, event.TypeTurnEnd}, nil},
+		{"assistant message committed, its tool/call not", full[:4],
+			[]string{event.TypeToolCall, event.TypeToolResult, event.TypeStepEnd, event.TypeTurnEnd}, []string{"call_1"}},
 		{"tool called, no result", full[:5],
 			[]string{event.TypeToolResult, event.TypeStepEnd, event.TypeTurnEnd}, []string{"call_1"}},
 		{"calls known only from the assistant message",
 			seqd(0, append(append([]event.Event{}, full[:2]...), assistantOnly,
 				event.New(event.TypeToolCall, event.ToolCall{Turn: 1, Step: 1, CallID: "c2", Name: "read"}))...),
-			[]string{event.TypeToolResult, event.TypeToolResult, event.TypeStepEnd, event.TypeTurnEnd},
+			[]string{event.TypeToolCall, event.TypeToolResult, event.TypeToolResult, event.TypeStepEnd, event.TypeTurnEnd},
 			[]string{"c1", "c2"}},
 		{"result recorded, step open", full[:6], []string{event.TypeStepEnd, event.TypeTurnEnd}, nil},
 		{"between steps", full[:7], []string{event.TypeTurnEnd}, nil},
@@ -388,6 +390,24 @@ func checkClosers(t *testing.T, got, written []event.Event, wantTypes, wantCalls
 		!(len(closers) == 0 && len(wantTypes) == 0) {
 		t.Fatalf("closers = %v, want %v", types(closers), wantTypes)
 	}
+	// Every result answers a call announced by a tool/call before it, and
+	// a synthetic tool/call repeats the assistant message's block.
+	announced := map[string]bool{}
+	blocks := map[string]event.ContentBlock{}
+	for _, ev := range written {
+		switch ev.Type {
+		case event.TypeToolCall:
+			d, _ := event.Decode[event.ToolCall](ev)
+			announced[d.CallID] = true
+		case event.TypeAssistantMessage:
+			d, _ := event.Decode[event.AssistantMessage](ev)
+			for _, b := range d.Message.Content {
+				if b.Type == event.BlockToolCall {
+					blocks[b.ID] = b
+				}
+			}
+		}
+	}
 	var calls []string
 	for i, ev := range closers {
 		if ev.Seq != int64(n+i) {
@@ -407,6 +427,19 @@ func checkClosers(t *testing.T, got, written []event.Event, wantTypes, wantCalls
 				t.Errorf("synthetic tool/result = %s", ev.Data)
 			}
 			calls = append(calls, b.ToolCallID)
+			if !announced[b.ToolCallID] {
+				t.Errorf("result for call %s, which no tool/call announced", b.ToolCallID)
+			}
+		case event.TypeToolCall:
+			d, err := event.Decode[event.ToolCall](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, ok := blocks[d.CallID]
+			if !ok || announced[d.CallID] || d.Name != b.Name || d.Arguments != b.Arguments || d.Turn == 0 || d.Step == 0 {
+				t.Errorf("synthetic tool/call = %s (block %+v, already announced %v)", ev.Data, b, announced[d.CallID])
+			}
+			announced[d.CallID] = true
 		case event.TypeTurnEnd:
 			e, _ := event.Decode[event.TurnEnd](ev)
 			if e.Reason.Kind != event.ReasonInterrupted || e.Turn == 0 {
