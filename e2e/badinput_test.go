@@ -294,7 +294,7 @@ func badRows() []badRow {
 			// stays within a few times the limit, whatever the line's size.
 			hwm := badHWM(t, f.sdk.cmd.Process.Pid)
 			t.Logf("peak RSS %.0f MiB after a frame of %d MiB", hwm, len(line)>>20)
-			if hwm > 5*64 {
+			if hwm > 5*64*raceMemFactor {
 				t.Errorf("peak RSS %.0f MiB for one oversized frame", hwm)
 			}
 		}},
@@ -847,7 +847,7 @@ func (p *badSDK) since(from int) []badFrame {
 // waitN waits for n frames from index from on that match.
 func (p *badSDK) waitN(t *testing.T, from, n int, match func(badFrame) bool) []badFrame {
 	t.Helper()
-	deadline := time.NewTimer(30 * time.Second)
+	deadline := time.NewTimer(30 * time.Second * raceSlowdown)
 	defer deadline.Stop()
 	ended := false
 	for {
@@ -871,7 +871,7 @@ func (p *badSDK) waitN(t *testing.T, from, n int, match func(badFrame) bool) []b
 		case <-p.exited:
 			ended = true // one more pass: every frame is in by now
 		case <-deadline.C:
-			t.Fatalf("no %d matching frames within 30s; %d frames since (stderr %s)", n, len(p.since(from)), p.stderr.String())
+			t.Fatalf("no %d matching frames within %v; %d frames since (stderr %s)", n, 30*time.Second*raceSlowdown, len(p.since(from)), p.stderr.String())
 		}
 	}
 }

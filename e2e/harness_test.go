@@ -30,7 +30,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	dshBin = filepath.Join(dir, "dsh")
-	build := exec.Command("go", "build", "-o", dshBin, "../cmd/dsh")
+	args := []string{"build", "-o", dshBin}
+	if raceBuild {
+		args = append(args, "-race")
+		// Every dsh the tests start writes its race reports under dir (not
+		// to a stderr a test may not show) and stops at the first one;
+		// no 1 s sleep at exit.
+		raceReports = filepath.Join(dir, "race-report")
+		raceEnv = "GORACE=halt_on_error=1 atexit_sleep_ms=0 log_path=" + raceReports
+	}
+	build := exec.Command("go", append(args, "../cmd/dsh")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building dsh:", err)
@@ -44,9 +53,22 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	if raceReports != "" {
+		reports, _ := filepath.Glob(raceReports + ".*")
+		for _, r := range reports {
+			b, _ := os.ReadFile(r)
+			fmt.Fprintf(os.Stderr, "e2e: the dsh binary reported a data race (%s):\n%s\n", filepath.Base(r), b)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// raceReports is the GORACE log_path prefix of a -race binary ("" when
+// the binary is built without -race); raceEnv the GORACE setting a world
+// gives it.
+var raceReports, raceEnv string
 
 // world is one isolated environment: a workspace, a session root, a home
 // and the environment the binary runs with.
@@ -80,6 +102,9 @@ func newWorld(t *testing.T, modelEnv ...string) *world {
 		"XDG_STATE_HOME=" + filepath.Join(w.Home, ".state"),
 		"DSH_SESSION_ROOT=" + w.Root,
 		"TMPDIR=" + os.TempDir(),
+	}
+	if raceEnv != "" {
+		w.Env = append(w.Env, raceEnv)
 	}
 	w.Env = append(w.Env, modelEnv...)
 	return w
