@@ -35,13 +35,6 @@ type Options struct {
 	CloseTimeout time.Duration
 }
 
-// Serve speaks ACP with one client over in/out until the client disconnects
-// (in ends) or ctx ends. On return every session it opened is cancelled and
-// closed. It returns nil when the client disconnected, else ctx's error.
-//
-// A goroutine keeps reading in; if ctx ends first and in is not closed by
-// the caller, that goroutine stays blocked in Read until in delivers data or
-// is closed (stdin of a process that exits does not matter).
 // DefaultMaxFrameBytes is the default cap on an incoming frame: a little
 // under the 10 MiB line cap of acp-go-sdk, so that what dsh accepts is what
 // SDK-based peers (and the subagent gateway's children) can carry too.
@@ -57,6 +50,13 @@ const (
 // answer before teardown.
 const eofGrace = time.Second
 
+// Serve speaks ACP with one client over in/out until the client disconnects
+// (in ends) or ctx ends. On return every session it opened is cancelled and
+// closed. It returns nil when the client disconnected, else ctx's error.
+//
+// A goroutine keeps reading in; if ctx ends first and in is not closed by
+// the caller, that goroutine stays blocked in Read until in delivers data or
+// is closed (stdin of a process that exits does not matter).
 func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
