@@ -79,8 +79,8 @@ func TestInitialize(t *testing.T) {
 		if sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Fork != nil || sc.AdditionalDirectories != nil {
 			t.Errorf("session capabilities = %+v", sc)
 		}
-		if c.McpCapabilities.Http || c.McpCapabilities.Sse {
-			t.Errorf("mcp capabilities advertised: %+v", c.McpCapabilities)
+		if !c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.McpCapabilities.Acp {
+			t.Errorf("mcp capabilities: %+v, want http and sse (they work), not acp", c.McpCapabilities)
 		}
 	}
 	h.waitLine(`"authMethods":[]`)
@@ -139,7 +139,7 @@ func TestPromptText(t *testing.T) {
 		t.Errorf("available_commands_update went out before the session/new response")
 	}
 	cmds := h.cl.got(ns.SessionId)[0].AvailableCommandsUpdate
-	if cmds == nil || len(cmds.AvailableCommands) != 1 || cmds.AvailableCommands[0].Name != "init" {
+	if cmds == nil || len(cmds.AvailableCommands) != 2 || cmds.AvailableCommands[0].Name != "init" || cmds.AvailableCommands[1].Name != "mcp" {
 		t.Fatalf("commands = %+v", cmds)
 	}
 	h.cl.reset(ns.SessionId)

@@ -68,6 +68,7 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{Image: images, EmbeddedContext: true},
+			McpCapabilities:    mcpCapabilities(),
 			SessionCapabilities: sdk.SessionCapabilities{
 				List:   &sdk.SessionListCapabilities{},
 				Resume: &sdk.SessionResumeCapabilities{},
@@ -111,13 +112,8 @@ func checkCwd(cwd string) (string, error) {
 }
 
 // ignoredExtras logs what a session request carries that dsh does not use.
-// MCP servers are accepted and ignored rather than refused: Zed sends every
-// MCP server the user configured with every session/new, and refusing them
-// would make dsh unusable for those users. mcpCapabilities stays false.
-func (a *agent) ignoredExtras(method string, mcp []sdk.McpServer, dirs []string) {
-	if len(mcp) > 0 {
-		a.log.Info("acp: ignoring the client's MCP servers (dsh has no MCP client)", "method", method, "count", len(mcp))
-	}
+// (MCP servers are used: acp/mcp.go.)
+func (a *agent) ignoredExtras(method string, _ []sdk.McpServer, dirs []string) {
 	if len(dirs) > 0 {
 		a.log.Info("acp: ignoring additionalDirectories (not advertised)", "method", method, "count", len(dirs))
 	}
@@ -151,7 +147,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	}
 	a.ignoredExtras("session/new", p.McpServers, p.AdditionalDirectories)
 	st := newSessState(a, core.NewSessionID(), cwd)
-	s, err := a.rt.Create(ctx, a.sessionOptions(st))
+	s, err := a.rt.Create(ctx, withMCP(a.sessionOptions(st), p.McpServers))
 	if err != nil {
 		return sdk.NewSessionResponse{}, nil, coreError(err)
 	}
@@ -170,13 +166,17 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 func (a *agent) announceCommands(st *sessState) {
 	cmds := availableCommands()
 	a.pump.push(item{st: st, update: &cmds})
+	if failed := mcpFailures(st.s); failed != "" {
+		msg := sdk.UpdateAgentMessageText(failed)
+		a.pump.push(item{st: st, update: &msg})
+	}
 }
 
 // open makes a stored (or live, elsewhere in this process) session one of
 // this connection's, checking that it belongs to cwd. With replay, live
 // updates of the session are held back until the replay (queued by the
 // caller) has sent its history, which covers them.
-func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay bool) (*sessState, error) {
+func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay bool, servers []sdk.McpServer) (*sessState, error) {
 	if st := a.session(string(id)); st != nil {
 		if st.cwd != cwd {
 			return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, st.cwd, cwd)
@@ -210,7 +210,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 	}
 	st := newSessState(a, string(id), h.Cwd)
 	st.replayPending.Store(replay)
-	s, err := a.rt.Resume(ctx, string(id), a.sessionOptions(st))
+	s, err := a.rt.Resume(ctx, string(id), withMCP(a.sessionOptions(st), servers))
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrLeased):
@@ -239,7 +239,7 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 		return sdk.LoadSessionResponse{}, err
 	}
 	a.ignoredExtras("session/load", p.McpServers, p.AdditionalDirectories)
-	st, err := a.open(ctx, p.SessionId, cwd, true)
+	st, err := a.open(ctx, p.SessionId, cwd, true, p.McpServers)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
@@ -263,7 +263,7 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 		return sdk.ResumeSessionResponse{}, err
 	}
 	a.ignoredExtras("session/resume", p.McpServers, p.AdditionalDirectories)
-	st, err := a.open(ctx, p.SessionId, cwd, false)
+	st, err := a.open(ctx, p.SessionId, cwd, false, p.McpServers)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}

@@ -26,6 +26,9 @@ func availableCommands() sdk.SessionUpdate {
 		Name:        "init",
 		Description: "Write an AGENTS.md for this workspace (layout, build and test commands, conventions)",
 		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what to focus on (optional)"}},
+	}, {
+		Name:        "mcp",
+		Description: "List this session's MCP servers, their state and tool counts",
 	}}}}
 }
 
@@ -56,6 +59,13 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		st.pmu.Unlock()
 	}()
 
+	if isMCPCommand(p.Prompt) {
+		msg := sdk.UpdateAgentMessageText(mcpCommand(st.s))
+		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	}
 	content, err := a.promptContent(st, p.Prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err

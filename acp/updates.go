@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/tool"
 )
@@ -185,6 +186,12 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 			entries = append(entries, sdk.PlanEntry{Content: t.Content, Priority: sdk.PlanEntryPriorityMedium, Status: planStatus(t.Status)})
 		}
 		return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}, nil
+
+	case event.TypeMCPServer:
+		if m, err := event.Decode[event.MCPServer](ev); err == nil && m.State == string(mcp.StateFailed) {
+			return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(mcpFailureLine(m.Server, m.Error) + "\n")}, nil
+		}
+		return nil, nil
 
 	case event.TypeSessionTitle:
 		t, err := event.Decode[event.SessionTitle](ev)
@@ -380,7 +387,11 @@ func rawInput(args string) any {
 func (a *agent) describeCall(st *sessState, callID, name, args string) (info callInfo, access tool.Access) {
 	info = callInfo{name: name, kind: toolKind(name, ""), title: name}
 	var t tool.Tool
-	for _, x := range a.rt.Tools() {
+	tools := a.rt.Tools()
+	if st.s != nil {
+		tools = st.s.Tools() // with the session's MCP tools
+	}
+	for _, x := range tools {
 		if x.Name() == name {
 			t = x
 			break
@@ -390,6 +401,9 @@ func (a *agent) describeCall(st *sessState, callID, name, args string) (info cal
 		return info, access
 	}
 	info.kind = toolKind(name, t.Kind())
+	if mt, ok := t.(*mcp.Tool); ok {
+		info.kind = mcpKind(mt)
+	}
 	func() {
 		defer func() {
 			if v := recover(); v != nil {

@@ -1,0 +1,120 @@
+package acp
+
+import (
+	"fmt"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/mcp"
+)
+
+// mcpCapabilities are the MCP transports dsh connects to besides stdio
+// (which every agent must support).
+func mcpCapabilities() sdk.McpCapabilities { return sdk.McpCapabilities{Http: true, Sse: true} }
+
+// mcpServers turns a session request's mcpServers into core's form. An
+// entry dsh cannot use (an MCP-over-ACP server, an empty entry) is kept
+// with Invalid set, so the user is told about it rather than it vanishing.
+func mcpServers(in []sdk.McpServer) []mcp.ServerConfig {
+	out := make([]mcp.ServerConfig, 0, len(in))
+	for i, s := range in {
+		c := mcp.ServerConfig{Source: "acp"}
+		switch {
+		case s.Stdio != nil:
+			c.Name, c.Transport, c.Command, c.Args = s.Stdio.Name, mcp.TransportStdio, s.Stdio.Command, s.Stdio.Args
+			for _, e := range s.Stdio.Env {
+				c.Env = append(c.Env, mcp.KV{Name: e.Name, Value: e.Value})
+			}
+		case s.Http != nil:
+			c.Name, c.Transport, c.URL = s.Http.Name, mcp.TransportHTTP, s.Http.Url
+			c.Headers = headers(s.Http.Headers)
+		case s.Sse != nil:
+			c.Name, c.Transport, c.URL = s.Sse.Name, mcp.TransportSSE, s.Sse.Url
+			c.Headers = headers(s.Sse.Headers)
+		case s.Acp != nil:
+			c.Name = s.Acp.Name
+			c.Invalid = fmt.Sprintf("server %q: MCP over ACP is not supported (not advertised)", s.Acp.Name)
+		default:
+			c.Invalid = fmt.Sprintf("mcpServers[%d]: neither a stdio, http nor sse server", i)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func headers(hs []sdk.HttpHeader) []mcp.KV {
+	var out []mcp.KV
+	for _, h := range hs {
+		out = append(out, mcp.KV{Name: h.Name, Value: h.Value})
+	}
+	return out
+}
+
+// withMCP adds the request's servers to a session's options.
+func withMCP(o core.SessionOptions, servers []sdk.McpServer) core.SessionOptions {
+	o.MCPServers = mcpServers(servers)
+	return o
+}
+
+// mcpKind is the ACP kind of an MCP tool, from its annotations.
+func mcpKind(t *mcp.Tool) sdk.ToolKind {
+	h := t.Hints()
+	switch {
+	case h.ReadOnly && h.OpenWorld:
+		return sdk.ToolKindFetch
+	case h.ReadOnly:
+		return sdk.ToolKindRead
+	}
+	return sdk.ToolKindOther
+}
+
+// mcpFailures is the chat message telling the user which of the session's
+// MCP servers failed, or "" when none did.
+func mcpFailures(s *core.Session) string {
+	var lines []string
+	for _, st := range s.MCPStatus() {
+		if st.State == mcp.StateFailed {
+			lines = append(lines, mcpFailureLine(st.Name, st.Error))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func mcpFailureLine(name, why string) string {
+	return fmt.Sprintf("⚠ MCP server %q is not available: %s. The session goes on without it.", name, why)
+}
+
+// mcpCommand answers /mcp: the session's servers, their state and tools.
+func mcpCommand(s *core.Session) string {
+	st := s.MCPStatus()
+	if len(st) == 0 {
+		return "No MCP servers are configured for this session (the editor's settings and the dsh config file's \"mcpServers\" add them)."
+	}
+	var b strings.Builder
+	b.WriteString("MCP servers:\n")
+	for _, x := range st {
+		fmt.Fprintf(&b, "- %s (%s, from %s): %s", x.Name, x.Describe, x.Source, x.State)
+		if x.State == mcp.StateReady {
+			fmt.Fprintf(&b, ", %d tools", x.Tools)
+		}
+		if x.Error != "" {
+			b.WriteString(" — " + x.Error)
+		}
+		if x.Note != "" {
+			b.WriteString(" (" + x.Note + ")")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// isMCPCommand reports whether a prompt is the /mcp command alone: it is
+// answered by dsh, not the model.
+func isMCPCommand(blocks []sdk.ContentBlock) bool {
+	if len(blocks) != 1 || blocks[0].Text == nil {
+		return false
+	}
+	return strings.TrimSpace(blocks[0].Text.Text) == "/mcp"
+}
