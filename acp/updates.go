@@ -165,8 +165,11 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		if id == "" {
 			id = tr.Message.Source.CallID
 		}
-		u := p.result(id, r, tr.Meta, replay)
-		return []sdk.SessionUpdate{u}, func() {
+		ups := []sdk.SessionUpdate{p.result(id, r, tr.Meta, replay)}
+		if u, ok := p.jobUpdate(id, r, tr.Meta); ok {
+			ups = append(ups, u)
+		}
+		return ups, func() {
 			p.st.calls[id] = true
 			for i, x := range p.st.execs {
 				if x.id == id {
@@ -327,6 +330,24 @@ func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.Raw
 		opts = append(opts, sdk.WithUpdateLocations(locs))
 	}
 	return sdk.UpdateToolCall(sdk.ToolCallId(callID), opts...)
+}
+
+// jobUpdate shows a background job's output (from a job_output or
+// job_kill result) on the bash call that started the job, so the editor's
+// card for that call follows the job.
+func (p *projector) jobUpdate(callID string, r event.ContentBlock, rawMeta json.RawMessage) (sdk.SessionUpdate, bool) {
+	var meta struct {
+		Job *event.JobRef `json:"job"`
+	}
+	if len(rawMeta) == 0 || json.Unmarshal(rawMeta, &meta) != nil || meta.Job == nil {
+		return sdk.SessionUpdate{}, false
+	}
+	start := meta.Job.CallID
+	if start == "" || start == callID || !p.st.calls[start] {
+		return sdk.SessionUpdate{}, false
+	}
+	text := bound(event.ResultText(r))
+	return sdk.UpdateToolCall(sdk.ToolCallId(start), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))})), true
 }
 
 func diffSize(d *event.Diff) int {

@@ -58,15 +58,19 @@ func TestACPBackgroundJobAcrossTurns(t *testing.T) {
 	if !ok || !strings.Contains(txt, "second-part-now") || strings.Contains(txt, "serving") || !strings.Contains(txt, "job-1 is running") {
 		t.Fatalf("job_output told the model %q", txt)
 	}
-	shown := false
+	// The output shows on the job_output call and on the bash call that
+	// started the job.
+	shown := map[string]bool{}
 	for _, fr := range p.all() {
-		if u := fr.update(); u != nil && u["toolCallId"] == "call_out" {
+		if u := fr.update(); u != nil {
 			b, _ := json.Marshal(u["content"])
-			shown = shown || strings.Contains(string(b), "second-part-now")
+			if strings.Contains(string(b), "second-part-now") {
+				shown[fmt.Sprint(u["toolCallId"])] = true
+			}
 		}
 	}
-	if !shown {
-		t.Error("the job's output was not in the job_output call's updates")
+	if !shown["call_out"] || !shown["call_bg"] {
+		t.Errorf("the job's new output was shown on %v, want call_out and call_bg", shown)
 	}
 	waitPgrep(t, marker, true, acpTimeout)
 	// dsh exits when its client goes; the job goes with it.

@@ -322,6 +322,16 @@ type ToolMeta struct {
 	ExitCode  *int     `json:"exitCode,omitempty"`
 	Truncated bool     `json:"truncated,omitempty"`
 	Terminal  string   `json:"terminalId,omitempty"`
+	// Job names the background job a result is about (bash
+	// run_in_background, job_output, job_kill), so a door can show the
+	// job's output on the call that started it.
+	Job *JobRef `json:"job,omitempty"`
+}
+
+// JobRef is a background job: its id and the bash call that started it.
+type JobRef struct {
+	ID     string `json:"id"`
+	CallID string `json:"callId"`
 }
 
 // Diff is a whole-file change: OldText nil means the file was created.

@@ -76,6 +76,7 @@ type job struct {
 // JobStatus is what job_output and job_list say about a job.
 type JobStatus struct {
 	ID, Command string
+	CallID      string // the bash call that started the job
 	Running     bool
 	ExitCode    int // -1 when killed by a signal
 	Killed      bool
@@ -338,7 +339,7 @@ func (js *Jobs) Close() {
 func (j *job) status(max int) JobStatus {
 	fin := j.finished()
 	j.mu.Lock()
-	st := JobStatus{ID: j.id, Command: j.command, Running: !fin, ExitCode: j.exit, Killed: j.killed, Started: j.started, Ended: j.ended}
+	st := JobStatus{ID: j.id, Command: j.command, CallID: j.callID, Running: !fin, ExitCode: j.exit, Killed: j.killed, Started: j.started, Ended: j.ended}
 	j.mu.Unlock()
 	if max > 0 {
 		st.Output, st.More = j.out.next(max)

@@ -33,6 +33,7 @@ func startJob(ctx context.Context, env *Env, req ExecRequest) Result {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Started background job %s: %s\n", id, req.Command)
 	writeJobOutput(&b, st)
+	meta.Job = &event.JobRef{ID: id, CallID: req.CallID}
 	return withMeta(TextResult(b.String()), meta)
 }
 
@@ -139,7 +140,7 @@ func jobResult(st JobStatus) Result {
 		b.WriteString("(no new output)\n")
 	}
 	writeJobOutput(&b, st)
-	meta := &event.ToolMeta{Kind: "execute"}
+	meta := &event.ToolMeta{Kind: "execute", Job: &event.JobRef{ID: st.ID, CallID: st.CallID}}
 	if !st.Running {
 		code := st.ExitCode
 		meta.ExitCode = &code
