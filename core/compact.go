@@ -381,6 +381,7 @@ func (s *Session) checkpointState() *event.CheckpointState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &event.CheckpointState{Turn: s.turn, Titled: s.titled, PermissionMode: string(s.mode), System: s.header0}
+	st.Environment = s.envFacts
 	cfg := s.cfg
 	st.Config = &cfg
 	if s.hdrSeen {

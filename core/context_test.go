@@ -331,3 +331,59 @@ func TestParseGitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixStableAcrossCompactionAndResume: the system prompt and the
+// tool list are byte-identical across turns, a compaction (its summary
+// call included) and a resume after it; the context message is kept by
+// the compaction, still first after the system prompt, and is not sent
+// again after it or after the resume, the facts being unchanged.
+func TestPrefixStableAcrossCompactionAndResume(t *testing.T) {
+	h := newHarness(t, text("one"), text("the summary"), text("two"), text("three"))
+	s := h.session()
+	run(t, s, "first task")
+	if err := s.Wait(context.Background()); err != nil { // idle, so Compact is not refused as busy
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "second")
+	s2 := reopen(t, s, h.newRuntime())
+	run(t, s2, "third")
+
+	reqs := h.prov.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	sys0, tools0 := reqs[0].Messages[0].Content, toolBytes(reqs[0].Tools)
+	for i, r := range reqs {
+		if r.Messages[0].Content != sys0 || !bytes.Equal(toolBytes(r.Tools), tools0) {
+			t.Fatalf("request %d: the system prompt or tool list changed", i)
+		}
+		n := 0
+		for _, m := range r.Messages {
+			if model.IsContext(m) {
+				n++
+			}
+		}
+		if n != 1 || !model.IsContext(r.Messages[1]) {
+			t.Fatalf("request %d: %d context messages, messages[1] context: %v", i, n, model.IsContext(r.Messages[1]))
+		}
+		if r.Messages[1].Content != reqs[0].Messages[1].Content {
+			t.Fatalf("request %d: the context message changed", i)
+		}
+	}
+	after := reqs[2].Messages
+	if after[len(after)-1].Content != "second" || !strings.Contains(after[len(after)-2].Content, "the summary") {
+		t.Fatalf("after the compaction the request does not end with the summary, then the new prompt: %+v", after[len(after)-2:])
+	}
+	envs := 0
+	for _, ev := range s2.Events() {
+		if ev.Type == event.TypeEnvironment {
+			envs++
+		}
+	}
+	if envs != 1 {
+		t.Fatalf("%d context/environment events, want 1", envs)
+	}
+}

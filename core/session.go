@@ -187,6 +187,10 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		if d, err := payloadOf[event.Environment](ev, payload); err == nil {
 			s.envFacts = &d.Facts
 		}
+	case event.TypeCompactionCheckpoint:
+		if d, err := payloadOf[event.CompactionCheckpoint](ev, payload); err == nil && d.State != nil && d.State.Environment != nil {
+			s.envFacts = d.State.Environment
+		}
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {
 			// cfg, mode and titled are read under mu (absorb runs under

@@ -62,6 +62,9 @@ type CheckpointState struct {
 	HeaderConfig *Config `json:"headerConfig,omitempty"`
 	// Unclaimed are prompts receipted but not yet delivered.
 	Unclaimed []Message `json:"unclaimed,omitempty"`
+	// Environment is the facts of the last context message, so a resume
+	// from here sends a new one only when a fact changed.
+	Environment *EnvFacts `json:"environment,omitempty"`
 }
 
 // CheckpointMessage is one model-facing message of a checkpoint's history.
