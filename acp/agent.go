@@ -181,7 +181,9 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		if st.cwd != cwd {
 			return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, st.cwd, cwd)
 		}
-		st.replayPending.Store(replay)
+		if replay {
+			st.expectReplay()
+		}
 		return st, nil
 	}
 	if s := a.rt.Get(string(id)); s != nil {
@@ -192,7 +194,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 			return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, s.Cwd(), cwd)
 		}
 		st := newSessState(a, string(id), s.Cwd())
-		st.replayPending.Store(replay)
+		st.replaying = replay
 		o := a.sessionOptions(st)
 		s.Bind(o.Asker, o.Files, o.Exec, nil)
 		st.attach(a, s)
@@ -209,7 +211,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, h.Cwd, cwd)
 	}
 	st := newSessState(a, string(id), h.Cwd)
-	st.replayPending.Store(replay)
+	st.replaying = replay
 	s, err := a.rt.Resume(ctx, string(id), withMCP(a.sessionOptions(st), servers))
 	if err != nil {
 		switch {
@@ -243,7 +245,7 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	if err := a.pump.enqueueWait(ctx, item{st: st, replay: true}); err != nil {
+	if err := st.proj.replay(ctx); err != nil {
 		if ctx.Err() != nil {
 			return sdk.LoadSessionResponse{}, ctx.Err() // -32800
 		}

@@ -46,7 +46,7 @@ type asker struct {
 // permission.Cancelled; a client that fails to answer is ErrNoAsker, so the
 // gate refuses.
 func (k *asker) Ask(ctx context.Context, req permission.Request) (permission.Answer, error) {
-	if err := k.st.waitFor(ctx, k.a.pump.stopped, func() bool { _, ok := k.st.calls[req.CallID]; return ok }); err != nil {
+	if err := k.st.waitFor(ctx, k.a.out.done, func() bool { _, ok := k.st.calls[req.CallID]; return ok }); err != nil {
 		if ctx.Err() != nil {
 			return permission.Cancelled, nil
 		}
@@ -237,7 +237,7 @@ func (e *clientExec) embed(ctx context.Context, callID, tid string) {
 	last := evs[len(evs)-1].Seq
 	wctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	if err := st.waitFor(wctx, e.a.pump.stopped, func() bool { return st.sent >= last }); err != nil {
+	if err := st.waitFor(wctx, e.a.out.done, func() bool { return st.sent >= last }); err != nil {
 		return
 	}
 	call := callID

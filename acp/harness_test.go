@@ -85,6 +85,9 @@ type hopts struct {
 	cwd      string // workspace; "" = fresh
 	maxFrame int
 	models   []string
+	// Pacing and the outbox hook (raw harness only).
+	updatesPerSecond float64
+	onOutboxFull     func()
 }
 
 func start(t *testing.T, o hopts) *harness {

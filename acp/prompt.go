@@ -86,7 +86,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	res := ticket.Result()
 	if res.Seq >= 0 {
 		// Every update of the turn goes out before the response.
-		_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= res.Seq })
+		_ = st.waitFor(context.Background(), a.out.done, func() bool { return st.sent >= res.Seq })
 	}
 	st.pmu.Lock()
 	cancelled := st.cancelRequested

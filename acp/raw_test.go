@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/permission"
 )
 
@@ -18,6 +20,8 @@ import (
 // it writes frames as given and reads every line the agent writes.
 type rawClient struct {
 	t       *testing.T
+	rt      *core.Runtime
+	gate    *gatedReader
 	w       io.WriteCloser
 	mu      sync.Mutex
 	lines   []string
@@ -44,14 +48,17 @@ func startRaw(t *testing.T, o hopts) *rawClient {
 	clientIn, agentOut := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(context.Background(), rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test"})
+		done <- Serve(context.Background(), rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test",
+			UpdatesPerSecond: o.updatesPerSecond, onOutboxFull: o.onOutboxFull})
 		_ = agentOut.Close()
 	}()
-	c := &rawClient{t: t, w: clientOut, changed: make(chan struct{})}
+	gate := &gatedReader{r: clientIn, open: make(chan struct{})}
+	close(gate.open)
+	c := &rawClient{t: t, rt: rt, gate: gate, w: clientOut, changed: make(chan struct{})}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		sc := bufio.NewScanner(clientIn)
+		sc := bufio.NewScanner(gate)
 		sc.Buffer(nil, 64<<20)
 		for sc.Scan() {
 			c.mu.Lock()
@@ -94,15 +101,19 @@ func (c *rawClient) await(what string, match func(line string) bool) string {
 	c.t.Helper()
 	timeout := time.NewTimer(15 * time.Second)
 	defer timeout.Stop()
+	c.mu.Lock()
+	from := c.next
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
-		for i := c.next; i < len(c.lines); i++ {
+		for i := from; i < len(c.lines); i++ {
 			if match(c.lines[i]) {
 				l := c.lines[i]
 				c.mu.Unlock()
 				return l
 			}
 		}
+		from = len(c.lines) // each line is looked at once
 		ch := c.changed
 		c.mu.Unlock()
 		select {
@@ -111,9 +122,39 @@ func (c *rawClient) await(what string, match func(line string) bool) string {
 			c.mu.Lock()
 			out := strings.Join(c.lines, "\n")
 			c.mu.Unlock()
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			c.t.Logf("goroutines:\n%s", buf[:n])
 			c.t.Fatalf("no line: %s; output:\n%s", what, out)
 		}
 	}
+}
+
+// gatedReader stops reading while closed: a client that does not read.
+type gatedReader struct {
+	r    io.Reader
+	mu   sync.Mutex
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	ch := g.open
+	g.mu.Unlock()
+	<-ch
+	return g.r.Read(p)
+}
+
+func (g *gatedReader) stop() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedReader) resume() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
 }
 
 // response waits for the response with the given raw id.
@@ -198,7 +239,7 @@ func slowScript(sleep string) map[string]any {
 func (c *rawClient) awaitRunning(sid string) {
 	c.t.Helper()
 	c.await("the bash call running", func(l string) bool {
-		return strings.Contains(l, `"sessionUpdate":"tool_call_update"`) && strings.Contains(l, `"status":"in_progress"`) && strings.Contains(l, sid)
+		return strings.Contains(l, `"sessionUpdate":"tool_call`) && strings.Contains(l, `"status":"in_progress"`) && strings.Contains(l, sid)
 	})
 }
 
@@ -206,7 +247,7 @@ func (c *rawClient) awaitRunning(sid string) {
 func (c *rawClient) awaitRunningAgain(sid string, n int) {
 	c.t.Helper()
 	c.awaitN("bash call running", n, func(l string) bool {
-		return strings.Contains(l, `"sessionUpdate":"tool_call_update"`) && strings.Contains(l, `"status":"in_progress"`) && strings.Contains(l, sid)
+		return strings.Contains(l, `"sessionUpdate":"tool_call`) && strings.Contains(l, `"status":"in_progress"`) && strings.Contains(l, sid)
 	})
 }
 
@@ -214,12 +255,9 @@ func (c *rawClient) awaitRunningAgain(sid string, n int) {
 func (c *rawClient) awaitN(what string, n int, match func(string) bool) []string {
 	c.t.Helper()
 	var got []string
-	c.await(what, func(string) bool {
-		got = got[:0]
-		for _, l := range c.lines {
-			if match(l) {
-				got = append(got, l)
-			}
+	c.await(what, func(l string) bool {
+		if match(l) {
+			got = append(got, l)
 		}
 		return len(got) >= n
 	})
@@ -379,7 +417,9 @@ func TestRawJSONRPCErrors(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"badp","method":"session/new","params":{"cwd":5}}`, `"badp"`, -32602},
 	} {
 		c.send(tc.frame + "\n")
-		l := c.await(tc.frame, func(l string) bool { return responseID(l) == tc.id && strings.Contains(l, fmt.Sprintf(`"code":%d`, tc.code)) })
+		l := c.await(tc.frame, func(l string) bool {
+			return responseID(l) == tc.id && strings.Contains(l, fmt.Sprintf(`"code":%d`, tc.code))
+		})
 		c.mu.Lock()
 		for i, x := range c.lines {
 			if x == l {
@@ -431,5 +471,54 @@ func TestRawBatch(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("%d batch answers, want 1", n)
+	}
+}
+
+// manySteps is a turn of n distinct todo_write calls, ten a step, then a
+// text.
+func manySteps(n int) map[string]any {
+	steps := make([]map[string]any, 0, n/10+1)
+	for i := 0; i < n; i += 10 {
+		var cs []map[string]any
+		for j := i; j < i+10 && j < n; j++ {
+			cs = append(cs, call("todo_write", map[string]any{
+				"todos": []any{map[string]any{"content": fmt.Sprintf("step %d", j), "status": "in_progress"}}}))
+		}
+		steps = append(steps, step("toolCalls", calls(cs...)))
+	}
+	steps = append(steps, step("text", "all done"))
+	return script(steps...)
+}
+
+// A client that stops reading holds the turn: the producer waits for room
+// in the bounded outbox (and the pump and the subscription behind it)
+// instead of queueing without end; once the client reads again, every
+// update arrives and the prompt is answered.
+func TestRawStuckClientHoldsTheTurn(t *testing.T) {
+	cwd := t.TempDir()
+	full := make(chan struct{})
+	var once sync.Once
+	c := startRaw(t, hopts{cwd: cwd, mode: permission.ModeFull, script: manySteps(1000), updatesPerSecond: -1,
+		onOutboxFull: func() { once.Do(func() { close(full) }) }})
+	c.send(rawInit)
+	c.response(`"init"`)
+	sid := c.newRawSession("1", cwd)
+	c.gate.stop()
+	c.send(promptFrame("2", "session/prompt", sid, "go"))
+	<-full
+	s := c.rt.Get(sid)
+	if s == nil || !s.Running() {
+		t.Fatal("the turn ran to its end while the client read nothing")
+	}
+	evs := len(s.Events())
+	if evs > 4000 {
+		t.Fatalf("%d events committed while the client read nothing", evs)
+	}
+	c.gate.resume()
+	if m := c.response("2"); stopReason(m) != "end_turn" {
+		t.Fatalf("prompt: %v", m)
+	}
+	if n := len(c.awaitN("the last call's plan", 1, func(l string) bool { return strings.Contains(l, `step 999`) })); n == 0 {
+		t.Fatal("the last call never reached the client")
 	}
 }

@@ -30,6 +30,16 @@ type Options struct {
 	// Models are the model ids offered by the model selector, besides the
 	// session's current model.
 	Models []string
+	// UpdatesPerSecond paces session/update notifications after a burst of
+	// 400: acp-go-sdk clients drop the connection when their handler falls
+	// 1,024 notifications behind, and no protocol signal tells an agent how
+	// fast the client's handler is. 0 means 800 per second (a client whose
+	// handler takes 1 ms per update keeps up); a negative value disables
+	// pacing (the pipe's backpressure alone remains).
+	UpdatesPerSecond float64
+	// onOutboxFull, for tests, runs each time a producer waits for room in
+	// the outbox.
+	onOutboxFull func()
 	// CloseTimeout bounds the wait for running turns to settle when the
 	// connection ends (default 10 s).
 	CloseTimeout time.Duration
@@ -77,6 +87,17 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	a := newAgent(rt, opts)
 	conn := wire.New(in, out, a, wire.Options{MaxFrameBytes: opts.MaxFrameBytes, Logger: opts.Logger})
 	a.conn = &peer{c: conn}
+	rate := opts.UpdatesPerSecond
+	if rate == 0 {
+		rate = defaultUpdatesPerSecond
+	}
+	a.out = newOutbox(conn, rate)
+	a.out.onFull = opts.onOutboxFull
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		a.out.run(func(err error) { opts.Logger.Debug("acp: session/update not sent", "err", err) })
+	}()
 
 	sub := rt.Subscribe()
 	subDone := make(chan struct{})
@@ -132,6 +153,8 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	<-subDone
 	a.pump.stop()
 	<-pumpDone
+	a.out.close()
+	<-outDone
 	a.handlers.Wait()
 	conn.Wait()
 	return result

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -22,6 +21,7 @@ type agent struct {
 	opts Options
 	log  *slog.Logger
 	pump *pump
+	out  *outbox
 
 	mu       sync.Mutex
 	closing  bool
@@ -109,23 +109,30 @@ type sessState struct {
 	prompting       bool
 	cancelRequested bool
 
-	// proj is used by the pump goroutine only.
-	proj *projector
-	// replayPending holds live updates back while a replay is queued.
-	replayPending atomic.Bool
+	// proj is used under projMu: by the pump for live events, by a
+	// session/load for its replay.
+	projMu sync.Mutex
+	proj   *projector
 
 	// Progress of the pump on this session, guarded by progMu: sent is the
 	// seq of the last event projected; calls are the tool calls whose
 	// tool_call update is on the wire, with whether their result is too.
-	progMu   sync.Mutex
-	sent     int64
-	calls    map[string]bool
-	execs    []execCall // bash calls sent and not finished, in order
-	progress chan struct{}
+	progMu sync.Mutex
+	sent   int64
+	// queued is the seq of the last event handed to the outbox (guarded
+	// by projMu); sent trails it until the outbox has written it.
+	queued int64
+	// replaying: a session/load will replay the history, so live events
+	// are skipped (skipped is the last one), guarded by projMu.
+	replaying bool
+	skipped   int64
+	calls     map[string]bool
+	execs     []execCall // bash calls sent and not finished, in order
+	progress  chan struct{}
 }
 
 func newSessState(a *agent, id, cwd string) *sessState {
-	return &sessState{id: id, cwd: cwd, sent: -1, calls: map[string]bool{}, progress: make(chan struct{})}
+	return &sessState{id: id, cwd: cwd, sent: -1, queued: -1, skipped: -1, calls: map[string]bool{}, progress: make(chan struct{})}
 }
 
 // attach binds the state to its runtime session, before the state is
@@ -134,6 +141,13 @@ func (st *sessState) attach(a *agent, s *core.Session) {
 	st.s = s
 	st.cwd = s.Cwd()
 	st.proj = newProjector(a, st)
+}
+
+// expectReplay makes live projection wait for a replay (session/load).
+func (st *sessState) expectReplay() {
+	st.projMu.Lock()
+	st.replaying = true
+	st.projMu.Unlock()
 }
 
 // advance publishes the pump's progress to waiters.
@@ -167,8 +181,8 @@ func (st *sessState) waitFor(ctx context.Context, stopped <-chan struct{}, cond 
 }
 
 // subscribe feeds the pump with the committed events of this connection's
-// sessions. It never blocks on the pump (the queue is unbounded), so the
-// sessions publishing to it are slowed by nothing but the hand-over.
+// sessions. It waits when the pump's queue is full: a slow client slows the
+// sessions publishing to it, and nothing queues without bound.
 func (a *agent) subscribe(sub *core.Subscription) {
 	for {
 		select {
@@ -199,78 +213,71 @@ type item struct {
 	st *sessState
 	// event is a committed event to project.
 	event *event.Event
-	// replay projects the whole history of the session, then closes done.
-	replay bool
 	// update is sent as is (available commands, a terminal embedded in a
 	// running tool call).
 	update *sdk.SessionUpdate
-	// done, when set, is closed once the item is processed.
+	// done, when set, is closed once the item's updates are on the wire.
 	done chan struct{}
 }
 
-// pump is the single sender of session/update notifications: live events,
-// replays and door-made updates go through one ordered queue, so a client
-// sees every session's updates in commit order and a replay never
-// interleaves with live updates.
+// pumpQueue bounds the pump's queue (events and door-made updates).
+const pumpQueue = 1024
+
+// pump turns live events into updates, in commit order, into the outbox.
+// Replays do not go through it: a session/load projects its snapshot on
+// its own goroutine, holding the session's projection lock (see
+// projector.replay).
 type pump struct {
 	a       *agent
-	mu      sync.Mutex
-	queue   []item
-	wake    chan struct{}
+	ch      chan item
+	stopReq chan struct{}
 	stopped chan struct{}
-	stopReq bool
+	once    sync.Once
 }
 
 func newPump(a *agent) *pump {
-	return &pump{a: a, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
+	return &pump{a: a, ch: make(chan item, pumpQueue), stopReq: make(chan struct{}), stopped: make(chan struct{})}
 }
 
+// push queues it, waiting while the queue is full. After stop it is
+// dropped (its done closed).
 func (p *pump) push(it item) {
-	p.mu.Lock()
-	if p.stopReq {
-		p.mu.Unlock()
+	select {
+	case <-p.stopReq:
 		if it.done != nil {
 			close(it.done)
 		}
 		return
-	}
-	p.queue = append(p.queue, it)
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
 	default:
+	}
+	select {
+	case p.ch <- it:
+	case <-p.stopReq:
+		if it.done != nil {
+			close(it.done)
+		}
 	}
 }
 
-// stop ends run after the queue drains.
-func (p *pump) stop() {
-	p.mu.Lock()
-	p.stopReq = true
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
+// stop ends run after what is queued has been processed.
+func (p *pump) stop() { p.once.Do(func() { close(p.stopReq) }) }
 
 func (p *pump) run() {
 	defer close(p.stopped)
 	for {
-		p.mu.Lock()
-		batch := p.queue
-		p.queue = nil
-		stop := p.stopReq
-		p.mu.Unlock()
-		for _, it := range batch {
+		select {
+		case it := <-p.ch:
 			p.process(it)
+		case <-p.stopReq:
+			for {
+				select {
+				case it := <-p.ch:
+					p.process(it)
+				default:
+					return
+				}
+			}
 		}
-		if len(batch) > 0 {
-			continue
-		}
-		if stop {
-			return
-		}
-		<-p.wake
 	}
 }
 
@@ -279,26 +286,15 @@ func (p *pump) process(it item) {
 	switch {
 	case it.event != nil:
 		st.proj.live(*it.event)
-	case it.replay:
-		st.proj.replay()
 	case it.update != nil:
-		p.send(st.id, *it.update)
+		p.a.out.put(st.id, *it.update)
 	}
 	if it.done != nil {
-		close(it.done)
+		p.a.out.mark(func() { close(it.done) })
 	}
 }
 
-// send writes one update. A failed write (the client left) is logged at
-// debug level: the connection is ending.
-func (p *pump) send(sessionID string, u sdk.SessionUpdate) {
-	err := p.a.conn.SessionUpdate(context.Background(), sdk.SessionNotification{SessionId: sdk.SessionId(sessionID), Update: u})
-	if err != nil {
-		p.a.log.Debug("acp: session/update not sent", "session", sessionID, "err", err)
-	}
-}
-
-// enqueueWait queues it and waits until the pump has processed it.
+// enqueueWait queues it and waits until its updates are on the wire.
 func (p *pump) enqueueWait(ctx context.Context, it item) error {
 	it.done = make(chan struct{})
 	p.push(it)
@@ -307,7 +303,7 @@ func (p *pump) enqueueWait(ctx context.Context, it item) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-p.stopped:
+	case <-p.a.out.done:
 		return errShuttingDown
 	}
 }

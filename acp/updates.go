@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -47,41 +48,78 @@ func newProjector(a *agent, st *sessState) *projector {
 
 // live projects a committed event, unless a replay already covered it.
 func (p *projector) live(ev event.Event) {
-	if ev.Seq <= p.st.sent || p.st.replayPending.Load() {
+	st := p.st
+	st.projMu.Lock()
+	defer st.projMu.Unlock()
+	if ev.Seq <= st.queued {
+		return
+	}
+	if st.replaying {
+		// A session/load is about to replay this event with the rest.
+		st.skipped = max(st.skipped, ev.Seq)
 		return
 	}
 	ups, note := p.project(ev, false)
 	for _, u := range ups {
-		p.a.pump.send(p.st.id, u)
+		p.a.out.put(st.id, u)
 	}
-	p.st.advance(func() {
-		p.st.sent = ev.Seq
-		if note != nil {
-			note()
-		}
-	})
-}
-
-// replay sends the whole history of the session, then the slash commands.
-func (p *projector) replay() {
-	p.st.replayPending.Store(false)
-	evs := p.st.s.Events()
-	for _, ev := range evs {
-		ups, note := p.project(ev, true)
-		for _, u := range ups {
-			p.a.pump.send(p.st.id, u)
-		}
-		p.st.advance(func() {
-			if ev.Seq > p.st.sent {
-				p.st.sent = ev.Seq
-			}
+	st.queued = ev.Seq
+	seq := ev.Seq
+	p.a.out.mark(func() {
+		st.advance(func() {
+			st.sent = max(st.sent, seq)
 			if note != nil {
 				note()
 			}
 		})
+	})
+}
+
+// replay sends the whole history of the session, then the slash commands,
+// and waits until they are on the wire. It runs on the session/load
+// handler's goroutine, not the pump's: the history is read (which takes
+// the session's commit lock) before the projection lock is held, so a pump
+// waiting for this replay never holds up the commit the read waits for.
+// When live events were projected between the read and the lock, the read
+// is done again: the replay must end where live projection resumes.
+func (p *projector) replay(ctx context.Context) error {
+	st := p.st
+	for {
+		evs := st.s.Events()
+		last := int64(-1)
+		if n := len(evs); n > 0 {
+			last = evs[n-1].Seq
+		}
+		st.projMu.Lock()
+		if st.queued > last || st.skipped > last {
+			st.projMu.Unlock()
+			continue
+		}
+		st.replaying = false
+		var notes []func()
+		for _, ev := range evs {
+			ups, note := p.project(ev, true)
+			for _, u := range ups {
+				p.a.out.put(st.id, u)
+			}
+			if note != nil {
+				notes = append(notes, note)
+			}
+		}
+		st.queued = last
+		p.mode = st.s.Mode()
+		p.a.out.put(st.id, availableCommands())
+		p.a.out.mark(func() {
+			st.advance(func() {
+				st.sent = max(st.sent, last)
+				for _, fn := range notes {
+					fn()
+				}
+			})
+		})
+		st.projMu.Unlock()
+		return p.a.out.markWait(ctx)
 	}
-	p.mode = p.st.s.Mode()
-	p.a.pump.send(p.st.id, availableCommands())
 }
 
 // project maps one event to updates; note, when set, records the pump's

@@ -62,7 +62,7 @@ type Conn struct {
 
 	wmu     sync.Mutex
 	w       io.Writer
-	wclosed bool
+	wclosed atomic.Bool
 
 	mu       sync.Mutex
 	nextID   atomic.Int64
@@ -125,12 +125,11 @@ func (c *Conn) Wait() { c.running.Wait() }
 
 // CloseWrite makes every later write fail with ErrClosed: once the peer
 // is gone nothing more goes out (a write to a reader that left could block
-// forever).
-func (c *Conn) CloseWrite() {
-	c.wmu.Lock()
-	c.wclosed = true
-	c.wmu.Unlock()
-}
+// forever). It does not wait for a write in progress.
+func (c *Conn) CloseWrite() { c.wclosed.Store(true) }
+
+// WriteClosed reports whether CloseWrite was called.
+func (c *Conn) WriteClosed() bool { return c.wclosed.Load() }
 
 func (c *Conn) dispatchFrame(f frame) {
 	if f.over != nil {
@@ -319,9 +318,12 @@ func (c *Conn) writeError(id json.RawMessage, e *Error) {
 // writeLine writes one frame and its newline in one Write.
 func (c *Conn) writeLine(line []byte) error {
 	line = append(line, '\n')
+	if c.wclosed.Load() {
+		return ErrClosed
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.wclosed {
+	if c.wclosed.Load() {
 		return ErrClosed
 	}
 	if _, err := c.w.Write(line); err != nil {
