@@ -101,3 +101,38 @@ func TestOversizedResultSpillsAndReadsInReadOnly(t *testing.T) {
 		t.Fatalf("another session's spill file was not refused: %+v", other)
 	}
 }
+
+// TestHugeEditEventIsBounded: editing a 12 MB file commits a tool/result
+// event of bounded size (it was 46 MiB: both texts whole, and the diff).
+func TestHugeEditEventIsBounded(t *testing.T) {
+	var b strings.Builder
+	for b.Len() < 12<<20 {
+		b.WriteString("an ordinary line of a generated file, nothing to see\n")
+	}
+	h := newHarness(t,
+		calls(model.ToolCall{ID: "r", Name: "read", Arguments: `{"file_path":"big.txt","limit":1}`}),
+		calls(model.ToolCall{ID: "e", Name: "edit", Arguments: `{"file_path":"big.txt","old_string":"ordinary","new_string":"special","replace_all":true}`}),
+		text("done"))
+	if err := os.WriteFile(filepath.Join(h.cwd, "big.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := h.session()
+	if res := run(t, s, "edit it"); res.Reason.Kind != event.ReasonCompleted {
+		t.Fatalf("turn %+v", res.Reason)
+	}
+	for _, e := range s.Events() {
+		if e.Type != event.TypeToolResult {
+			continue
+		}
+		tr, _ := event.Decode[event.ToolResult](e)
+		if tr.Error != nil {
+			t.Fatalf("call %s failed: %s", tr.Message.Source.CallID, event.ResultText(tr.Message.Content[0]))
+		}
+		if len(e.Data) > 2<<20 {
+			t.Fatalf("tool/result of call %s is %d bytes", tr.Message.Source.CallID, len(e.Data))
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(h.cwd, "big.txt")); !strings.HasPrefix(string(got), "an special line") {
+		t.Fatal("the edit was not made")
+	}
+}

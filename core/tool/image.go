@@ -25,15 +25,15 @@ const (
 	imageMaxDecodePixels = 50_000_000
 )
 
-// fitImage returns data as it may be sent to the model: unchanged when it
+// FitImage returns data as it may be sent to the model: unchanged when it
 // is within the limits, else scaled down and re-encoded (PNG for images
 // with transparency, JPEG otherwise). note says what was done, for the
-// result text.
-func fitImage(mediaType string, data []byte) (string, []byte, int, int, string, error) {
+// result text. read uses it; other image sources (MCP tools) may too.
+func FitImage(mediaType string, data []byte) (string, []byte, int, int, string, error) {
 	return fitImageTo(mediaType, data, imageMaxPixels, imageMaxBytes)
 }
 
-// fitImageTo is fitImage with its limits as arguments.
+// fitImageTo is FitImage with its limits as arguments.
 func fitImageTo(mediaType string, data []byte, imageMaxPixels, imageMaxBytes int) (string, []byte, int, int, string, error) {
 	w, h := imageSize(mediaType, data)
 	if w*h <= imageMaxPixels && len(data) <= imageMaxBytes && w > 0 {

@@ -184,7 +184,7 @@ func readImage(env *Env, shown, mediaType string, data []byte) Result {
 	if len(data) > readMaxImage {
 		return ErrorResult(fmt.Sprintf("%s is an image too large to attach (%d bytes, limit %d)", shown, len(data), readMaxImage))
 	}
-	mt, fitted, w, h, note, err := fitImage(mediaType, data)
+	mt, fitted, w, h, note, err := FitImage(mediaType, data)
 	if err != nil {
 		return ErrorResult(fmt.Sprintf("%s cannot be shown: %v", shown, err))
 	}
