@@ -234,6 +234,12 @@ func (s *Session) requeueUnclaimed() {
 		case event.TypeInboxSpliced:
 			if d, err := event.Decode[event.InboxSpliced](ev); err == nil {
 				inserted = append(inserted, d.Inserted...)
+				if d.Outcome == event.InboxCanceled {
+					// Everything queued so far was dropped, not delivered.
+					for _, m := range inserted {
+						delivered[m.ID] = true
+					}
+				}
 			}
 		case event.TypeUserMessage:
 			if m, err := event.Decode[event.Message](ev); err == nil {
@@ -454,6 +460,14 @@ func (s *Session) CancelAll(cause error) {
 	dropped := s.inbox
 	s.inbox = nil
 	s.mu.Unlock()
+	if n := len(dropped); n > 0 {
+		// Record that the receipted prompts were dropped (the original's
+		// outcome "canceled"), so a resume does not run them after all.
+		if _, err := s.emit(event.TypeInboxSpliced, event.InboxSpliced{Target: "next-turn", RemovedCount: &n,
+			Inserted: []event.Message{}, Outcome: event.InboxCanceled}); err != nil {
+			s.rt.log.Warn("dropped prompts not recorded", "session", s.id, "err", err)
+		}
+	}
 	for _, t := range dropped {
 		t.result = TurnResult{Seq: -1, Reason: event.TurnEndReason{Kind: event.ReasonAborted, Reason: &event.KindOnly{Kind: "user"}}}
 		close(t.done)

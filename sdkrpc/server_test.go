@@ -326,10 +326,16 @@ func TestServer_RacingShutdownsExitOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no exit after shutdown")
 	}
-	// The session was disposed and its log closed with every event flushed.
+	// The session was disposed and its log closed with every event
+	// flushed: the turn ended, or (when disposal came before the turn
+	// claimed the prompt) the dropped prompt is recorded as canceled.
 	_, evs, err := p.rt.Store().Read("z")
-	if err != nil || len(evs) == 0 || evs[len(evs)-1].Type != event.TypeTurnEnd {
+	if err != nil || len(evs) == 0 {
 		t.Fatalf("log after shutdown: %d events, err %v", len(evs), err)
+	}
+	last := evs[len(evs)-1]
+	if d, _ := event.Decode[event.InboxSpliced](last); last.Type != event.TypeTurnEnd && d.Outcome != event.InboxCanceled {
+		t.Fatalf("log after shutdown ends with %s %s", last.Type, last.Data)
 	}
 	if leased, _ := p.rt.Store().Leased("z"); leased {
 		t.Fatal("lease still held after shutdown")

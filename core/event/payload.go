@@ -455,6 +455,10 @@ type InboxSpliced struct {
 	Outcome      string    `json:"outcome,omitempty"`
 }
 
+// InboxCanceled is the outcome of a splice that removed queued prompts
+// without delivering them (the session was closed or its queue dropped).
+const InboxCanceled = "canceled"
+
 // SessionTitle is the payload of session/title. MessageSeqs are the seqs of
 // the user messages the title was made from; Source says how (the
 // original's "fallback" is a title cut from the first prompt's text).
