@@ -116,7 +116,7 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
 	}
 	close(s.idle)
-	s.jobs = tool.NewJobs(s.spill)
+	s.jobs = tool.NewJobs(s.spill, r.cfg.Exec)
 	if s.mode == "" {
 		s.mode = r.cfg.PermissionMode
 	}

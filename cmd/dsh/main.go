@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
+	"github.com/dsh-dev/dsh/core/proc"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,6 +51,18 @@ var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io
 }
 
 func main() {
+	// The reaper every bash command runs under is this binary re-executed;
+	// it must start before anything here touches signals (an ignored
+	// SIGPIPE would be inherited by the command).
+	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
+		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr))
+	}
+	// What detaches from a child of ours (a daemon an MCP server or agent
+	// started) is reparented to us, not to PID 1: it stays in our tree,
+	// where group kills reach it and we reap it.
+	if err := proc.BecomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "dsh: %v\n", err)
+	}
 	// A peer that goes away must not kill us with SIGPIPE mid-write: the
 	// write fails with EPIPE instead and the door shuts down cleanly,
 	// flushing session logs.

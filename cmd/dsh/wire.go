@@ -87,7 +87,14 @@ type runtime struct {
 
 // buildRuntime wires a core runtime from settings, with the subagent tool.
 func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, error) {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
 	rt, err := core.New(core.Config{
+		// Every command the model runs goes through this executor, under
+		// the reaper (this binary): nothing it starts outlives the call.
+		Exec:      tool.LocalExecWith(tool.LocalExecOptions{Reaper: self}),
 		BaseDepth: s.Depth,
 		Store:     store.New(s.SessionRoot),
 		NewProvider: func(name string) (model.Provider, error) {
@@ -109,10 +116,6 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	})
 	if err != nil {
 		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		self = os.Args[0]
 	}
 	reg, err := subagent.NewRegistry(s.Subagents, []string{self}, "")
 	if err != nil {

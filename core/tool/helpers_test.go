@@ -7,17 +7,23 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/proc"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	// This binary is the reaper of the commands it runs, as dsh is.
+	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
+		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr))
+	}
 	// Orphaned grandchildren of killed commands come back to the test
 	// process, so the group-kill tests can prove the group is gone.
-	if err := BecomeSubreaper(); err != nil {
+	if err := proc.BecomeSubreaper(); err != nil {
 		panic(err)
 	}
 	goleak.VerifyTestMain(m)
@@ -45,7 +51,7 @@ func newTestEnv(t *testing.T) *testEnv {
 	te := &testEnv{ws: ws}
 	te.Env = &Env{
 		SessionID: "s1", CallID: "c1", Turn: 3, Cwd: ws,
-		Files: LocalFS(), Exec: LocalExec(), Reads: NewReadTracker(),
+		Files: LocalFS(), Exec: testExec(), Reads: NewReadTracker(),
 		Record: func(ev event.Event) error {
 			te.mu.Lock()
 			defer te.mu.Unlock()

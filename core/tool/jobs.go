@@ -10,8 +10,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/dsh-dev/dsh/core/proc"
 )
 
 // Limits of background jobs, per session.
@@ -45,6 +46,7 @@ var (
 // closes it when it closes. Safe for concurrent use.
 type Jobs struct {
 	spill *Spill
+	exec  LocalExecOptions // how jobs start: the local executor's rules
 
 	mu     sync.Mutex
 	jobs   map[string]*job
@@ -54,15 +56,19 @@ type Jobs struct {
 }
 
 // NewJobs returns an empty job table whose output files go to spill.
-func NewJobs(spill *Spill) *Jobs {
-	return &Jobs{spill: spill, jobs: map[string]*job{}}
+// Jobs start the way local runs its commands (the reaper, the sandbox:
+// see LocalExecWith); any other executor, or nil, means LocalExec's way.
+// Jobs always run on this machine.
+func NewJobs(spill *Spill, local Executor) *Jobs {
+	return &Jobs{spill: spill, exec: localOptions(local), jobs: map[string]*job{}}
 }
 
 // job is one background command.
 type job struct {
 	id, command, callID string
 	started             time.Time
-	pgid                int
+	p                   *proc.Process
+	ladder              proc.Ladder
 	out                 *jobLog
 	done                chan struct{} // closed once the group is gone and the output drained
 
@@ -117,17 +123,15 @@ func (js *Jobs) Start(req ExecRequest) (string, error) {
 		log.close()
 		return "", fmt.Errorf("start job: %w", err)
 	}
-	cmd := bashCommand(context.Background(), req)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		log.close()
-		return "", fmt.Errorf("start /bin/bash: %w", err)
-	}
+	p, ladder, err := startBash(req, js.exec, pw)
 	pw.Close() // the children hold it now
-	j := &job{id: id, command: req.Command, callID: req.CallID, started: time.Now(), pgid: cmd.Process.Pid, out: log, done: make(chan struct{}), exit: -1}
-	go j.run(cmd, pr)
+	if err != nil {
+		pr.Close()
+		log.close()
+		return "", err
+	}
+	j := &job{id: id, command: req.Command, callID: req.CallID, started: time.Now(), p: p, ladder: ladder, out: log, done: make(chan struct{}), exit: -1}
+	go j.run(pr)
 	js.jobs[id] = j
 	js.order = append(js.order, id)
 	js.forgetOld()
@@ -136,16 +140,16 @@ func (js *Jobs) Start(req ExecRequest) (string, error) {
 
 // run copies the job's output and waits for it. When the leader ends,
 // whatever it left in its group is killed, as for a bash call.
-func (j *job) run(cmd *exec.Cmd, pr *os.File) {
+func (j *job) run(pr *os.File) {
 	copied := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(j.out, pr)
 		pr.Close()
 		close(copied)
 	}()
-	werr := cmd.Wait()
-	_ = syscall.Kill(-j.pgid, syscall.SIGKILL)
-	reapGroup(j.pgid)
+	<-j.p.Done()
+	_ = j.p.Stop(context.Background(), proc.Ladder{}) // kills and reaps the rest of the group
+	werr := j.p.WaitErr()
 	select {
 	case <-copied:
 	case <-time.After(killGrace):
@@ -155,8 +159,8 @@ func (j *job) run(cmd *exec.Cmd, pr *os.File) {
 		<-copied
 	}
 	j.mu.Lock()
-	if cmd.ProcessState != nil {
-		j.exit = cmd.ProcessState.ExitCode()
+	if st := j.p.State(); st != nil {
+		j.exit = st.ExitCode()
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
@@ -186,13 +190,7 @@ func (j *job) kill() {
 	j.mu.Lock()
 	j.killed = true
 	j.mu.Unlock()
-	_ = syscall.Kill(-j.pgid, syscall.SIGTERM)
-	select {
-	case <-j.done:
-		return
-	case <-time.After(killGrace):
-	}
-	_ = syscall.Kill(-j.pgid, syscall.SIGKILL)
+	_ = j.p.Stop(context.Background(), j.ladder)
 	<-j.done
 }
 

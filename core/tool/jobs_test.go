@@ -23,7 +23,7 @@ var (
 func withJobs(t *testing.T, te *testEnv) *Jobs {
 	t.Helper()
 	withSpill(t, te)
-	te.Jobs = NewJobs(te.Spill)
+	te.Jobs = NewJobs(te.Spill, te.Exec)
 	t.Cleanup(te.Jobs.Close)
 	return te.Jobs
 }

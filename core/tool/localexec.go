@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dsh-dev/dsh/core/proc"
 )
 
 // Defaults of LocalExec.
@@ -21,19 +23,44 @@ const (
 	killGrace = time.Second
 )
 
-// LocalExec returns the Executor that runs commands on this machine:
-// /bin/bash -c in a new session (so in its own process group, and without
-// the controlling terminal: ssh, sudo or git cannot block on a password
-// prompt on /dev/tty), stdin /dev/null, stdout and stderr merged into one
-// bounded head-and-tail buffer. Cancel and timeout signal the whole group
-// (SIGTERM, then SIGKILL after a grace second), grandchildren included; when
-// the command ends, whatever it left running in its group is killed too, so
-// nothing outlives the call.
+// LocalExec returns the Executor that runs commands on this machine
+// directly: /bin/bash -c in a new session (so in its own process group,
+// and without the controlling terminal: ssh, sudo or git cannot block on a
+// password prompt on /dev/tty), stdin /dev/null, stdout and stderr merged
+// into one bounded head-and-tail buffer. Cancel and timeout signal the
+// whole group (SIGTERM, then SIGKILL after a grace second); when the
+// command ends, whatever it left running in its group is killed too. What
+// left the group (setsid, a daemon) is reached only with a reaper: use
+// LocalExecWith, as the dsh binary does.
 func LocalExec() Executor { return localExec{} }
 
-type localExec struct{}
+// LocalExecOptions configure LocalExecWith.
+type LocalExecOptions struct {
+	// Reaper is the path of a binary that dispatches proc.ReaperArg (the
+	// dsh binary itself). Each command then runs under it: a child
+	// subreaper that ends every descendant of the command however it
+	// detached, when the command ends, on cancel and timeout, and when dsh
+	// dies. Empty runs bash directly (LocalExec).
+	Reaper string
+}
 
-func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
+// LocalExecWith is LocalExec with options. Every command the model runs,
+// bash calls and background jobs (NewJobs takes this executor) alike,
+// starts through its startBash, so what the options add holds for all.
+func LocalExecWith(o LocalExecOptions) Executor { return localExec{o} }
+
+type localExec struct{ o LocalExecOptions }
+
+// localOptions are the options of ex when it is a local executor (the
+// zero options otherwise: jobs always run locally).
+func localOptions(ex Executor) LocalExecOptions {
+	if l, ok := ex.(localExec); ok {
+		return l.o
+	}
+	return LocalExecOptions{}
+}
+
+func (e localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return ExecResult{ExitCode: -1}, errors.New("command is empty")
 	}
@@ -44,10 +71,6 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	if limit <= 0 {
 		limit = defaultOutputLimit
 	}
-	env := req.Env
-	if env == nil {
-		env = ScrubEnv(os.Environ())
-	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if req.Timeout > 0 {
 		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
@@ -55,38 +78,25 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	defer cancel()
 
 	out := newHeadTail(limit)
-	req.Env = env
-	cmd := bashCommand(runCtx, req)
 	var sink io.Writer = out
 	if req.Spill != nil {
 		sink = io.MultiWriter(out, req.Spill)
 	}
-	cmd.Stdout = sink
-	cmd.Stderr = sink
-	cmd.Cancel = func() error {
-		// The whole group, not just bash: grandchildren must go too.
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		return err
+	p, ladder, err := startBash(req, e.o, sink)
+	if err != nil {
+		return ExecResult{ExitCode: -1}, err
 	}
-	// After the grace, os/exec kills the leader and closes the pipes so Wait
-	// cannot hang on a grandchild holding them; the group SIGKILL below
-	// takes care of the rest.
-	cmd.WaitDelay = killGrace
-
-	if err := cmd.Start(); err != nil {
-		return ExecResult{ExitCode: -1}, fmt.Errorf("start /bin/bash: %w", err)
+	select {
+	case <-p.Done():
+	case <-runCtx.Done():
 	}
-	pgid := cmd.Process.Pid
-	waitErr := cmd.Wait()
-	_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers; ESRCH is fine
-	reapGroup(pgid)
+	// On cancel or timeout this is the ladder; after a normal exit it only
+	// kills and reaps what is left of the group.
+	stopErr := p.Stop(context.Background(), ladder)
 
 	res := ExecResult{Output: out.String(), Truncated: out.truncated(), ExitCode: -1}
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
+	if st := p.State(); st != nil {
+		res.ExitCode = st.ExitCode()
 	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -95,7 +105,10 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 		res.TimedOut = true
 		return res, nil
 	}
-	if waitErr != nil {
+	if stopErr != nil {
+		return res, fmt.Errorf("run command: %w", stopErr)
+	}
+	if waitErr := p.WaitErr(); waitErr != nil {
 		var ee *exec.ExitError
 		if !errors.As(waitErr, &ee) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 			return res, fmt.Errorf("run command: %w", waitErr)
@@ -104,21 +117,38 @@ func (localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 	return res, nil
 }
 
-// bashCommand is the one way a command line becomes a process, for bash
+// startBash is the one way a command line becomes a process, for bash
 // calls and background jobs alike: /bin/bash -c in the workdir, with the
-// request's environment, stdin /dev/null, in a new session (its own
-// process group, no controlling terminal). Whatever contains commands
-// contains both by construction.
-func bashCommand(ctx context.Context, req ExecRequest) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "/bin/bash", "-c", req.Command)
-	cmd.Dir = req.Workdir
-	cmd.Env = req.Env
-	if cmd.Env == nil {
-		cmd.Env = ScrubEnv(os.Environ())
+// request's environment (scrubbed when nil), stdin /dev/null, stdout and
+// stderr both to out, in a new session (its own process group, no
+// controlling terminal), under the reaper when o names one. It returns the
+// ladder that ends it: without a reaper, SIGTERM to bash's group and
+// SIGKILL killGrace later; with one, the reaper owns that grace for the
+// whole tree and our SIGKILL is only a backstop.
+func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Process, proc.Ladder, error) {
+	env := req.Env
+	if env == nil {
+		env = ScrubEnv(os.Environ())
 	}
-	cmd.Stdin = nil // /dev/null
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	return cmd
+	argv := []string{"/bin/bash", "-c", req.Command}
+	ladder := proc.Ladder{Term: killGrace, Kill: killGrace}
+	if o.Reaper != "" {
+		argv = proc.ReaperArgv(o.Reaper, killGrace, argv...)
+		ladder.Term = 2 * killGrace
+	}
+	p, err := proc.Start(proc.Config{
+		Argv: argv, Env: env, Dir: req.Workdir,
+		Stdout: out, Stderr: out, TailLines: -1, // one pipe, output in order
+		NewSession:        true,
+		ParentDeathSignal: syscall.SIGTERM, // the reaper ends its tree; bash just goes
+		// After exit, stop waiting for a grandchild holding the pipe (only
+		// possible without the reaper; the group SIGKILL then ends it).
+		WaitDelay: killGrace,
+	})
+	if err != nil {
+		return nil, ladder, fmt.Errorf("start /bin/bash: %w", err)
+	}
+	return p, ladder, nil
 }
 
 // ScrubEnv returns environ without credentials: DEEPSEEK_API_KEY,
@@ -149,29 +179,4 @@ func isCredential(name string) bool {
 		}
 	}
 	return false
-}
-
-// reapGroup collects the zombies of a killed process group. Orphaned
-// grandchildren are reparented to the nearest subreaper: when this process
-// is one (BecomeSubreaper), they are our children and only we can reap
-// them, so the group truly disappears; otherwise wait4 says ECHILD at once
-// and init reaps them. Waiting on -pgid never touches other children.
-func reapGroup(pgid int) {
-	deadline := time.Now().Add(killGrace)
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case err != nil: // ECHILD: none of ours left in the group
-			return
-		case pid > 0:
-			continue
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

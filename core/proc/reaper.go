@@ -1,0 +1,69 @@
+package proc
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+)
+
+// ReaperArg is the hidden subcommand of the dsh binary that runs the
+// reaper: `dsh __reap [--grace D] -- ARGV...`. A binary that spawns
+// commands through ReaperArgv must dispatch it to RunReaper first thing in
+// main (tests: in TestMain), before anything else touches signals.
+const ReaperArg = "__reap"
+
+// DefaultReaperGrace is how long the reaper lets the command's tree handle
+// SIGTERM before it SIGKILLs it.
+const DefaultReaperGrace = time.Second
+
+// ReaperOptions is one run of the reaper.
+type ReaperOptions struct {
+	// Argv is the command, e.g. {"/bin/bash", "-c", line}.
+	Argv []string
+	// Grace is the SIGTERM-to-SIGKILL wait (0: DefaultReaperGrace).
+	Grace time.Duration
+	// Setup runs in the reaper after it became a subreaper and before the
+	// command starts; what it restricts (Landlock), the command inherits.
+	// Its error ends the reaper with exit code 126 and the error on stderr.
+	Setup func() error
+}
+
+// ReaperArgv is the argv that runs argv under the reaper of binary self
+// (os.Executable of a binary that dispatches ReaperArg).
+func ReaperArgv(self string, grace time.Duration, argv ...string) []string {
+	out := []string{self, ReaperArg}
+	if grace > 0 {
+		out = append(out, "--grace", grace.String())
+	}
+	return append(append(out, "--"), argv...)
+}
+
+// ParseReaperArgs parses what follows ReaperArg.
+func ParseReaperArgs(args []string) (ReaperOptions, error) {
+	fs := flag.NewFlagSet(ReaperArg, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o ReaperOptions
+	fs.DurationVar(&o.Grace, "grace", DefaultReaperGrace, "SIGTERM to SIGKILL wait")
+	if err := fs.Parse(args); err != nil {
+		return o, fmt.Errorf("%s: %w", ReaperArg, err)
+	}
+	o.Argv = fs.Args()
+	if len(o.Argv) == 0 {
+		return o, fmt.Errorf("%s: %w", ReaperArg, ErrNoCommand)
+	}
+	return o, nil
+}
+
+// ReaperMain runs the reaper for the arguments after ReaperArg and
+// returns the exit code: the command's, or 128+N after signal N (which the
+// reaper re-raises on itself so its parent sees the same signal where it
+// can), 126 when it could not start.
+func ReaperMain(args []string, stderr io.Writer) int {
+	o, err := ParseReaperArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 126
+	}
+	return RunReaper(o, stderr)
+}

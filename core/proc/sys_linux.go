@@ -1,0 +1,64 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// prSetChildSubreaper is PR_SET_CHILD_SUBREAPER from <linux/prctl.h>.
+const prSetChildSubreaper = 36
+
+// BecomeSubreaper makes this process the reaper of its orphaned
+// descendants (prctl PR_SET_CHILD_SUBREAPER): a process that detaches from
+// a child we own (double fork, setsid) is reparented to us rather than to
+// PID 1, so it stays inside our tree, where we can find, kill and reap it.
+// The dsh binary calls it at startup; the reaper calls it for its command.
+func BecomeSubreaper() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", errno)
+	}
+	return nil
+}
+
+// sysProcAttr is the spawn rule: a group (or session) of its own, and a
+// parent-death signal. The kernel sends the signal when the thread that
+// forked the child exits; Go threads end only when a goroutine locked to
+// one returns, which nothing in dsh that spawns does.
+func sysProcAttr(newSession bool, deathSig syscall.Signal) *syscall.SysProcAttr {
+	if deathSig == 0 {
+		deathSig = syscall.SIGKILL
+	}
+	return &syscall.SysProcAttr{Setsid: newSession, Setpgid: !newSession, Pdeathsig: deathSig}
+}
+
+func signalGroup(pgid int, sig syscall.Signal) error {
+	if pgid <= 0 {
+		return fmt.Errorf("signal group %d: not a process group", pgid)
+	}
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// ReapGroup waits for every child of ours in process group pgid: members
+// orphaned into our care (we are a subreaper) keep their group, so after a
+// SIGKILL of the group this collects their zombies and the group truly
+// disappears. It blocks until the group has no child of ours left, so call
+// it only after killing the group and after the group's leader was reaped
+// by its own waiter (wait4 here could otherwise take the leader's status).
+// Waiting on -pgid never touches other children.
+func ReapGroup(pgid int) {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(-pgid, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: none of ours left in the group
+			return
+		}
+	}
+}
