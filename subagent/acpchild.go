@@ -25,7 +25,7 @@ import (
 // appends the chunk's text to the session's buffer (see updateFilter).
 type acpChild struct {
 	reg    *Registry
-	proc   *proc
+	proc   *childProc
 	conn   *acp.ClientSideConnection
 	parent *core.Session
 	cwd    string

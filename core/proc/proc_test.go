@@ -184,7 +184,7 @@ func TestReaperDirectIsTheOldGap(t *testing.T) {
 	if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "detached\n" {
 		t.Fatalf("%q %v", line, err)
 	}
-	if err := p.Stop(context.Background(), Ladder{Kill: time.Second}); err != nil {
+	if err := p.Stop(context.Background(), Ladder{Kill: 3 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	_ = r.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
@@ -268,5 +268,19 @@ func TestTail(t *testing.T) {
 	got := strings.Join(tl.Lines(), "|")
 	if got != "longe …[line truncated]|c|d" {
 		t.Fatalf("%q", got)
+	}
+}
+
+func TestTailRing(t *testing.T) {
+	tl := NewTail(3, 0)
+	_, _ = tl.Write([]byte("a\nb\r\nc"))
+	_, _ = tl.Write([]byte("d\ne\nf"))
+	if got := strings.Join(tl.Lines(), "|"); got != "cd|e|f" {
+		t.Fatalf("%q", got)
+	}
+	_, _ = tl.Write([]byte(strings.Repeat("x", 20000) + "\n"))
+	lines := tl.Lines()
+	if last := lines[len(lines)-1]; len(last) > DefaultTailLineBytes+64 || !strings.HasSuffix(last, "…[line truncated]") {
+		t.Fatalf("long line kept as %d bytes", len(last))
 	}
 }

@@ -183,7 +183,7 @@ func (c *Client) watch() {
 			// it a moment so the error can say how it exited.
 			t := time.NewTimer(500 * time.Millisecond)
 			select {
-			case <-c.proc.exited:
+			case <-c.proc.exited():
 			case <-t.C:
 			}
 			t.Stop()
@@ -215,7 +215,7 @@ func (c *Client) Pid() int {
 	if c.proc == nil {
 		return 0
 	}
-	return c.proc.cmd.Process.Pid
+	return c.proc.p.Pid()
 }
 
 // StderrTail returns the last lines the runtime wrote to stderr (nil for
@@ -224,7 +224,7 @@ func (c *Client) StderrTail() []string {
 	if c.proc == nil {
 		return nil
 	}
-	return c.proc.tail.Lines()
+	return c.proc.p.StderrTail()
 }
 
 // Request sends a request and decodes its result into result (which may be
@@ -520,7 +520,7 @@ func (c *Client) close(ctx context.Context) error {
 	}
 	var err error
 	if c.proc != nil {
-		err = c.proc.stop(ctx, c.log)
+		err = c.proc.stop(ctx)
 	}
 	_ = c.conn.Close()
 	<-c.deadCh

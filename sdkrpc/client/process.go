@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/exec"
-	"runtime"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/dsh-dev/dsh/core/proc"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
 
@@ -50,18 +46,11 @@ type Config struct {
 	Options
 }
 
-// process is a spawned runtime: its pipes, its stderr tail, and the
-// goroutine that reaps it.
+// process is a spawned runtime: a core/proc child with stdio pipes, and
+// its close ladder.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
-	tail   *lineTail
-
-	eofGrace, termGrace, killGrace time.Duration
-
-	exited chan struct{} // closed after cmd.Wait returned
-	state  *os.ProcessState
+	p      *proc.Process
+	ladder proc.Ladder
 }
 
 // Spawn starts the runtime and returns a client connected to its stdin and
@@ -75,7 +64,8 @@ func Spawn(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClient(p.stdout, p.stdin, multiCloser{p.stdin, p.stdout}, p, cfg.Options), nil
+	in, out := p.p.Stdin(), p.p.Stdout()
+	return newClient(out, in, multiCloser{in, out}, p, cfg.Options), nil
 }
 
 // Start spawns the runtime and initializes it with init. On any failure the
@@ -125,57 +115,26 @@ func startProcess(cfg Config) (*process, error) {
 	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
 		return nil, ErrNoCommand
 	}
-	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-	cmd.Env = cfg.Env
-	cmd.Dir = cfg.Dir
-	// Our own pipes for stdin/stdout, passed as *os.File so exec starts no
-	// copying goroutine and cmd.Wait never closes our read end: with
-	// StdoutPipe, reaping could close stdout before we read the last frames.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("spawn error: stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("spawn error: stdout pipe: %w", err)
-	}
 	n := cfg.StderrTailLines
 	if n <= 0 {
 		n = DefaultStderrTailLines
 	}
-	tail := newLineTail(n)
-	cmd.Stdin, cmd.Stdout = inR, outW
-	if cfg.Stderr != nil {
-		cmd.Stderr = io.MultiWriter(tail, cfg.Stderr)
-	} else {
-		cmd.Stderr = tail
-	}
-	// Stderr goes through exec's copier; if a grandchild keeps it open,
-	// Wait gives up on it this long after the runtime exits.
-	cmd.WaitDelay = time.Second
-	if err := cmd.Start(); err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
+	// Its own process group and a parent-death signal: the close ladder
+	// reaches the runtime's tools too, and a SIGKILLed host takes the
+	// runtime with it.
+	p, err := proc.Start(proc.Config{
+		Argv: cfg.Command, Env: cfg.Env, Dir: cfg.Dir, Pipes: true,
+		Stderr: cfg.Stderr, TailLines: n,
+		Logger: cfg.Logger, Name: "sdk client: runtime",
+	})
+	if err != nil {
 		return nil, fmt.Errorf("spawn error: %w", err)
 	}
-	inR.Close()
-	outW.Close()
-	p := &process{
-		cmd: cmd, stdin: inW, stdout: outR, tail: tail,
-		eofGrace: orDefault(cfg.EOFGrace, DefaultEOFGrace), termGrace: orDefault(cfg.TermGrace, DefaultTermGrace),
-		killGrace: orDefault(cfg.KillGrace, DefaultKillGrace),
-		exited:    make(chan struct{}),
-	}
-	go func() {
-		_ = cmd.Wait()
-		p.state = cmd.ProcessState
-		close(p.exited)
-	}()
-	return p, nil
+	return &process{p: p, ladder: proc.Ladder{
+		EOF:  orDefault(cfg.EOFGrace, DefaultEOFGrace),
+		Term: orDefault(cfg.TermGrace, DefaultTermGrace),
+		Kill: orDefault(cfg.KillGrace, DefaultKillGrace),
+	}}, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -185,66 +144,38 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// exited is closed once the runtime has been reaped.
+func (p *process) exited() <-chan struct{} { return p.p.Done() }
+
 // describe fills e with the exit status (if exited) and the stderr tail.
 func (p *process) describe(e *TransportClosedError) {
-	select {
-	case <-p.exited:
+	if st := p.p.State(); st != nil {
 		e.Exited = true
-		e.ExitCode = p.state.ExitCode()
-		if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal().String()
+		e.ExitCode = st.ExitCode()
+		if sig, ok := proc.Signaled(st); ok {
+			e.Signal = sig.String()
 		}
-	default:
 	}
-	e.StderrTail = p.tail.Lines()
+	e.StderrTail = p.p.StderrTail()
 }
 
-// stop runs the ladder after shutdown: stdin EOF → SIGTERM → SIGKILL.
-func (p *process) stop(ctx context.Context, log *slog.Logger) error {
-	_ = p.stdin.Close()
-	if p.await(ctx, p.eofGrace) {
-		return nil
+// stop runs the ladder after shutdown: stdin EOF → SIGTERM → SIGKILL, to
+// the runtime's whole process group. Its failure reads as the original's.
+func (p *process) stop(ctx context.Context) error {
+	err := p.p.Stop(ctx, p.ladder)
+	return stopMessage(err)
+}
+
+func stopMessage(err error) error {
+	var ne *proc.NotExitedError
+	if !errors.As(err, &ne) {
+		return err
 	}
-	if ctx.Err() == nil && runtime.GOOS != "windows" {
-		log.Warn("sdk client: runtime did not exit after stdin closed; sending SIGTERM",
-			"pid", p.cmd.Process.Pid, "waited", p.eofGrace)
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			log.Warn("sdk client: SIGTERM failed", "err", err)
-		}
-		if p.await(ctx, p.termGrace) {
-			return nil
-		}
-	}
-	log.Warn("sdk client: runtime still running; sending SIGKILL", "pid", p.cmd.Process.Pid)
 	how := "accepted"
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if ne.KillErr != nil {
 		how = "refused"
-		log.Warn("sdk client: SIGKILL failed", "err", err)
 	}
-	if p.await(context.Background(), p.killGrace) {
-		return nil
-	}
-	return fmt.Errorf("runtime process did not exit within %dms after SIGKILL was %s", p.killGrace.Milliseconds(), how)
-}
-
-// await waits up to d for the process to be reaped; false on timeout or
-// when ctx ends first.
-func (p *process) await(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	case <-ctx.Done():
-		select {
-		case <-p.exited:
-			return true
-		default:
-			return false
-		}
-	}
+	return fmt.Errorf("runtime process did not exit within %dms after SIGKILL was %s", ne.Waited.Milliseconds(), how)
 }
 
 type multiCloser []io.Closer
@@ -257,78 +188,4 @@ func (m multiCloser) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lineTail keeps the last max lines written to it; each line is capped at
-// maxTailLineBytes so a runaway line cannot hold unbounded memory.
-type lineTail struct {
-	mu      sync.Mutex
-	max     int
-	lines   []string // ring
-	next    int
-	full    bool
-	partial []byte
-	cut     bool // partial was truncated
-}
-
-const maxTailLineBytes = 8 << 10
-
-func newLineTail(max int) *lineTail {
-	return &lineTail{max: max, lines: make([]string, max)}
-}
-
-func (t *lineTail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(b)
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		chunk := b
-		if i >= 0 {
-			chunk = b[:i]
-		}
-		if room := maxTailLineBytes - len(t.partial); len(chunk) > room {
-			chunk = chunk[:max(room, 0)]
-			t.cut = true
-		}
-		t.partial = append(t.partial, chunk...)
-		if i < 0 {
-			break
-		}
-		t.push()
-		b = b[i+1:]
-	}
-	return n, nil
-}
-
-func (t *lineTail) push() {
-	line := string(bytes.TrimSuffix(t.partial, []byte{'\r'}))
-	if t.cut {
-		line += " …[line truncated]"
-	}
-	t.lines[t.next] = line
-	t.next = (t.next + 1) % t.max
-	if t.next == 0 {
-		t.full = true
-	}
-	t.partial, t.cut = t.partial[:0], false
-}
-
-// Lines returns the kept lines, oldest first, including an unfinished last
-// line.
-func (t *lineTail) Lines() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []string
-	if t.full {
-		out = append(out, t.lines[t.next:]...)
-	}
-	out = append(out, t.lines[:t.next]...)
-	if len(t.partial) > 0 {
-		out = append(out, string(t.partial))
-		if len(out) > t.max {
-			out = out[1:]
-		}
-	}
-	return out
 }

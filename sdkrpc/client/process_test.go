@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/core/proc"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
 
@@ -51,7 +52,7 @@ func exitOf(t *testing.T, c *Client) (*TransportClosedError, time.Duration) {
 	}
 	d := time.Since(start)
 	select {
-	case <-c.proc.exited:
+	case <-c.proc.exited():
 	default:
 		t.Fatal("process not reaped after Close")
 	}
@@ -114,22 +115,16 @@ func TestSpawn_CloseWithDoneCtxKillsAtOnce(t *testing.T) {
 }
 
 func TestSpawn_KillGraceExceededMessage(t *testing.T) {
-	cfg := fakeConfig(t, "sleep")
-	p, err := startProcess(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A process whose reaping we never observe: stop must give up after
-	// KillGrace with the original's message.
-	fake := *p
-	fake.exited = make(chan struct{})
-	fake.eofGrace, fake.termGrace, fake.killGrace = 10*time.Millisecond, 10*time.Millisecond, 50*time.Millisecond
-	err = fake.stop(context.Background(), discard())
+	// A process whose reaping core/proc never observed: stop gives up
+	// after KillGrace with the original's message.
+	err := stopMessage(&proc.NotExitedError{Pid: 42, Waited: 50 * time.Millisecond})
 	if err == nil || err.Error() != "runtime process did not exit within 50ms after SIGKILL was accepted" {
 		t.Fatalf("err = %v", err)
 	}
-	<-p.exited
-	p.stdout.Close()
+	err = stopMessage(&proc.NotExitedError{Pid: 42, Waited: 50 * time.Millisecond, KillErr: syscall.EPERM})
+	if err == nil || err.Error() != "runtime process did not exit within 50ms after SIGKILL was refused" {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 func TestSpawn_CrashReportsExitCodeAndStderrTail(t *testing.T) {
@@ -185,20 +180,6 @@ func TestSpawn_BadCommands(t *testing.T) {
 	}
 	if _, err := Spawn(tctx(t), Config{Command: []string{"dsh-definitely-not-on-path"}}); err == nil || !errors.Is(err, exec.ErrNotFound) {
 		t.Fatalf("%v", err)
-	}
-}
-
-func TestLineTail(t *testing.T) {
-	tl := newLineTail(3)
-	tl.Write([]byte("a\nb\r\nc"))
-	tl.Write([]byte("d\ne\nf"))
-	if got := strings.Join(tl.Lines(), "|"); got != "cd|e|f" {
-		t.Fatalf("%q", got)
-	}
-	tl.Write([]byte(strings.Repeat("x", 20000) + "\n"))
-	lines := tl.Lines()
-	if last := lines[len(lines)-1]; len(last) > maxTailLineBytes+64 || !strings.HasSuffix(last, "…[line truncated]") {
-		t.Fatalf("long line kept as %d bytes", len(last))
 	}
 }
 
