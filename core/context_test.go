@@ -387,3 +387,25 @@ func TestPrefixStableAcrossCompactionAndResume(t *testing.T) {
 		t.Fatalf("%d context/environment events, want 1", envs)
 	}
 }
+
+// BenchmarkEnvironment is the cost a turn pays to gather the facts of its
+// context message in a git repository with an AGENTS.md (one git status).
+func BenchmarkEnvironment(b *testing.B) {
+	repo := b.TempDir()
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		b.Skipf("git init: %v %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "AGENTS.md"), []byte("rules\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	rt, err := New(Config{Store: store.New(b.TempDir()), Tools: tool.Builtins()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	for b.Loop() {
+		if f, _ := rt.environment(context.Background(), repo); f.GitBranch == "" {
+			b.Fatal("no branch")
+		}
+	}
+}
