@@ -52,6 +52,9 @@ type Gate struct {
 //   - full: everything allowed.
 //   - exempt tools (todo_write): always allowed.
 //   - a matching deny rule refuses (in every mode but full).
+//   - a command line that cannot be analysed with confidence and mentions
+//     a denied command is asked about (refused when no one can be asked),
+//     whatever the mode would allow.
 //   - read-only: reads inside the workspace; everything else refused.
 //   - ask: reads inside the workspace free; the rest by allow rule or asked.
 //   - auto: reads, writes and commands inside the workspace free; anything
@@ -77,6 +80,12 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 	if ruled && !rule.Allow {
 		r := rule
 		return Decision{By: ByRule, Rule: r.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), r)}
+	}
+	if mode != ModeReadOnly && (!ruled || rule.Allow) {
+		if r, ok := g.Rules.Suspect(req); ok {
+			why := fmt.Sprintf("%s cannot be analysed with confidence and may run what the rule %s refuses", action(req, ""), r)
+			return g.askWhy(ctx, req, why, false)
+		}
 	}
 	if req.Kind == string(tool.KindMCP) || req.Kind == string(tool.KindMCPRead) {
 		return g.decideMCP(ctx, req, mode, rule, ruled)
@@ -139,6 +148,13 @@ func (g *Gate) ask(ctx context.Context, req Request, mode Mode, outside string) 
 	if outside != "" {
 		why = fmt.Sprintf("%s is outside the workspace %s", action(req, outside), req.Workspace)
 	}
+	return g.askWhy(ctx, req, why, true)
+}
+
+// askWhy asks about req, why being the reason given if it is refused.
+// canRemember false turns an "allow always" into an allow of this call
+// only: no rule could stand for the answer.
+func (g *Gate) askWhy(ctx context.Context, req Request, why string, canRemember bool) Decision {
 	if g.Asker == nil {
 		return Decision{By: ByNoAsker, Reason: "permission denied: " + why + " and no one could be asked"}
 	}
@@ -156,6 +172,9 @@ func (g *Gate) ask(ctx context.Context, req Request, mode Mode, outside string) 
 	case AllowOnce:
 		return Decision{Allow: true, By: ByUser}
 	case AllowAlways:
+		if !canRemember {
+			return Decision{Allow: true, By: ByUser}
+		}
 		return Decision{Allow: true, By: ByUser, Rule: g.remember(req, true)}
 	case RejectOnce:
 		return Decision{By: ByUser, Reason: fmt.Sprintf("permission denied: the user refused %s", action(req, ""))}

@@ -211,8 +211,10 @@ func writeRules(path string, rules []Rule) (err error) {
 }
 
 // Match finds the rule deciding req: a matching deny wins over any allow.
-// For bash, a deny matches when any simple command of the line (also inside
-// substitutions) starts with its words; an allow needs every simple command
+// For bash, a deny matches when any command the line may run starts with
+// its words: each part of ;, &&, ||, | and substitutions, through absolute
+// paths, command/builtin/exec/env/sudo/nice/timeout/xargs and other
+// wrappers, and inside bash -c, eval and find -exec (see analyse); an allow needs every simple command
 // covered by some allow rule and a line a prefix can judge, or the exact
 // line. For file tools, a deny matches when any path matches; an allow
 // needs every path matched.
@@ -253,12 +255,10 @@ func (rs *Rules) Match(req Request) (Rule, bool) {
 func matchCommand(cmd string, deny, allow []Rule) (Rule, bool) {
 	line := strings.TrimSpace(cmd)
 	sp := splitCommand(line)
-	for _, r := range deny {
-		if r.Pattern == "*" || r.Pattern == line {
-			return r, true
-		}
-		for _, part := range sp.parts {
-			if hasWordPrefix(stripAssignments(part), r.Pattern) {
+	if len(deny) > 0 {
+		a := analyse(line)
+		for _, r := range deny {
+			if r.Pattern == "*" || r.Pattern == line || a.denies(r.Pattern) {
 				return r, true
 			}
 		}
@@ -288,6 +288,38 @@ func matchCommand(cmd string, deny, allow []Rule) (Rule, bool) {
 		}
 	}
 	return first, true
+}
+
+// Suspect returns a deny rule for bash whose command req's line mentions
+// when the line cannot be analysed with confidence (see analysis): it may
+// run the denied command in a way no rule can see (`X=rm; $X f`,
+// `echo rm f | sh`), so it must be asked about, never allowed by a mode or
+// an allow rule. A line a deny rule matches outright is Match's business.
+func (rs *Rules) Suspect(req Request) (Rule, bool) {
+	if rs == nil || req.Command == "" {
+		return Rule{}, false
+	}
+	rs.mu.Lock()
+	var deny []Rule
+	for _, r := range rs.rules {
+		if r.Tool == req.Tool && !r.Allow && r.Pattern != "*" {
+			deny = append(deny, r)
+		}
+	}
+	rs.mu.Unlock()
+	if len(deny) == 0 {
+		return Rule{}, false
+	}
+	line := strings.TrimSpace(req.Command)
+	if !analyse(line).unsure {
+		return Rule{}, false
+	}
+	for _, r := range deny {
+		if mentions(line, r.Pattern) {
+			return r, true
+		}
+	}
+	return Rule{}, false
 }
 
 // hasWordPrefix reports whether the words of pattern begin words.

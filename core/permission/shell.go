@@ -8,9 +8,13 @@ import "strings"
 // cannot be judged by a prefix: a command or process substitution, a
 // subshell or group, or output redirected to a file. The commands inside
 // substitutions are still listed, so deny rules see them.
+//
+// Broken means the line does not parse (an unclosed quote, substitution or
+// backtick): the shell would refuse or read it otherwise than we did.
 type shellParts struct {
 	parts  [][]string
 	opaque bool
+	broken bool
 }
 
 // splitCommand lexes s with enough of the shell's quoting rules to find
@@ -34,10 +38,11 @@ func splitCommand(s string) shellParts {
 			words = nil
 		}
 	}
-	inner := func(text string) {
+	inner := func(text string, end int) {
 		sp.opaque = true
 		in := splitCommand(text)
 		sp.parts = append(sp.parts, in.parts...)
+		sp.broken = sp.broken || in.broken || end >= len(s)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -46,6 +51,7 @@ func splitCommand(s string) shellParts {
 			end := strings.IndexByte(s[i+1:], '\'')
 			if end < 0 {
 				end = len(s) - i - 1
+				sp.broken = true
 			}
 			cur.WriteString(s[i+1 : i+1+end])
 			inWord = true
@@ -60,17 +66,20 @@ func splitCommand(s string) shellParts {
 					cur.WriteByte(s[j])
 				case s[j] == '`':
 					k := closingBacktick(s, j)
-					inner(between(s, j+1, k))
+					inner(between(s, j+1, k), k)
 					cur.WriteString(s[j:min(k+1, len(s))])
 					j = k
 				case s[j] == '$' && j+1 < len(s) && s[j+1] == '(':
 					k := closingParen(s, j+1)
-					inner(between(s, j+2, k))
+					inner(between(s, j+2, k), k)
 					cur.WriteString(s[j:min(k+1, len(s))])
 					j = k
 				default:
 					cur.WriteByte(s[j])
 				}
+			}
+			if j >= len(s) {
+				sp.broken = true
 			}
 			i = j
 		case c == '\\':
@@ -83,19 +92,19 @@ func splitCommand(s string) shellParts {
 			}
 		case c == '`':
 			k := closingBacktick(s, i)
-			inner(between(s, i+1, k))
+			inner(between(s, i+1, k), k)
 			cur.WriteString(s[i:min(k+1, len(s))])
 			inWord = true
 			i = k
 		case c == '$' && i+1 < len(s) && s[i+1] == '(':
 			k := closingParen(s, i+1)
-			inner(between(s, i+2, k))
+			inner(between(s, i+2, k), k)
 			cur.WriteString(s[i:min(k+1, len(s))])
 			inWord = true
 			i = k
 		case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
 			k := closingParen(s, i+1)
-			inner(between(s, i+2, k))
+			inner(between(s, i+2, k), k)
 			i = k
 		case c == '<' || c == '>':
 			// A redirection: a pending all-digit word is its fd.
