@@ -58,9 +58,21 @@ type Jobs struct {
 // NewJobs returns an empty job table whose output files go to spill.
 // Jobs start the way local runs its commands (the reaper, the sandbox:
 // see LocalExecWith); any other executor, or nil, means LocalExec's way.
-// Jobs always run on this machine.
+// Jobs always run on this machine. Job ids go on from the last one the
+// session's earlier runs used (their output files say which), so an id in
+// a resumed session's history never names a new job.
 func NewJobs(spill *Spill, local Executor) *Jobs {
-	return &Jobs{spill: spill, exec: localOptions(local), jobs: map[string]*job{}}
+	js := &Jobs{spill: spill, exec: localOptions(local), jobs: map[string]*job{}}
+	if spill != nil {
+		ents, _ := os.ReadDir(spill.Dir())
+		for _, e := range ents {
+			var n int
+			if _, err := fmt.Sscanf(e.Name(), "job-%d-", &n); err == nil && n > js.n {
+				js.n = n
+			}
+		}
+	}
+	return js
 }
 
 // job is one background command.

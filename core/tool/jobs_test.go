@@ -174,3 +174,20 @@ func TestCancelledStartKillsTheJob(t *testing.T) {
 		t.Fatalf("jobs after a cancelled start: %+v", l)
 	}
 }
+
+// TestJobIDsGoOnAcrossRuns: a new job table of the same session (a resumed
+// session) does not hand out an id its history already used.
+func TestJobIDsGoOnAcrossRuns(t *testing.T) {
+	te := newTestEnv(t)
+	js := withJobs(t, te)
+	id, _ := bg(t, te, "echo one")
+	if id != "job-1" {
+		t.Fatalf("first id %s", id)
+	}
+	js.Close()
+	te.Jobs = NewJobs(te.Spill, te.Exec)
+	t.Cleanup(te.Jobs.Close)
+	if id, _ := bg(t, te, "echo two"); id != "job-2" {
+		t.Fatalf("id after a restart: %s", id)
+	}
+}
