@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/core/model/modeltest"
 )
@@ -116,4 +117,28 @@ func TestACPImageReadReachesModel(t *testing.T) {
 	if txt, _ := toolMessage(reqs[1], "call_img"); !strings.Contains(txt, "Image shot.png (image/png, 8x6") {
 		t.Fatalf("read told the model %q", txt)
 	}
+}
+
+// TestACPBackgroundJobDiesWithKilledDsh: a SIGKILL of dsh leaves no
+// background job behind.
+func TestACPBackgroundJobDiesWithKilledDsh(t *testing.T) {
+	needPgrep(t)
+	srv, w := newACPWorld(t)
+	sleep, marker := sleepMarker()
+	srv.Enqueue(
+		modeltest.ToolCallsReply("start it", modeltest.Call{ID: "call_bg", Name: "bash", Args: mustJSON(t, map[string]any{"command": "echo up; exec " + sleep, "description": "server", "run_in_background": true})}),
+		modeltest.TextReply("started"),
+	)
+	p := startACP(t, w, "--permission-mode", "auto")
+	p.initialize()
+	sid := p.newSession()
+	if stop := p.promptText(sid, "start"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	waitPgrep(t, marker, true, acpTimeout)
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	waitPgrep(t, marker, false, 10*time.Second)
 }
