@@ -409,3 +409,22 @@ func BenchmarkEnvironment(b *testing.B) {
 		}
 	}
 }
+
+// TestHeadBranchWithoutGit: the branch is read from HEAD when git cannot
+// run, following a worktree's "gitdir:" file.
+func TestHeadBranchWithoutGit(t *testing.T) {
+	main := t.TempDir()
+	writeFile(t, filepath.Join(main, ".git", "HEAD"), "ref: refs/heads/trunk\n")
+	if b := headBranch(main); b != "trunk" {
+		t.Fatalf("branch %q", b)
+	}
+	wt := t.TempDir()
+	writeFile(t, filepath.Join(main, ".git", "worktrees", "wt", "HEAD"), "0123456789abcdef0123456789abcdef01234567\n")
+	writeFile(t, filepath.Join(wt, ".git"), "gitdir: "+filepath.Join(main, ".git", "worktrees", "wt")+"\n")
+	if b := headBranch(wt); b != "(detached HEAD)" {
+		t.Fatalf("worktree branch %q", b)
+	}
+	if r := gitRoot(filepath.Join(wt, "a", "b")); r != wt {
+		t.Fatalf("root %q, want %q", r, wt)
+	}
+}
