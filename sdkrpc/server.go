@@ -303,6 +303,11 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 			return nil, err
 		}
 		return s.closeSession(ctx, c.Params)
+	case protocol.MethodSessionCompact:
+		if err := afterPrompts(ctx, c); err != nil {
+			return nil, err
+		}
+		return s.compact(ctx, c.Params)
 	}
 	if c.Notif {
 		return nil, nil
@@ -374,7 +379,7 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	return protocol.InitializeResult{
 		ServerInfo:      protocol.ServerInfo{Name: protocol.ServerName, Version: s.opts.Version},
 		ProtocolVersion: protocol.ProtocolVersion,
-		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true},
+		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true, Compact: true},
 	}, nil
 }
 
@@ -535,8 +540,8 @@ func (s *Server) onRead(c *dispatch.Call) any {
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 		o.own = make(chan struct{})
 		s.lastPrompt[o.sessionID] = o.own
-	case protocol.MethodSessionCancel, protocol.MethodSessionClose:
-		// A cancel or close acts on the prompts written before it.
+	case protocol.MethodSessionCancel, protocol.MethodSessionClose, protocol.MethodSessionCompact:
+		// A cancel, close or compact acts on the prompts written before it.
 		o.sessionID = sessionIDOf(c.Params)
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 	}

@@ -104,6 +104,15 @@ func (s *Session) Close(ctx context.Context) error {
 	return s.c.Request(ctx, protocol.MethodSessionClose, protocol.SessionCloseParams{SessionID: s.id}, nil)
 }
 
+// Compact compacts the session's history now (our session/compact),
+// focusing the summary on focus if not empty; it returns once the
+// checkpoint is committed.
+func (s *Session) Compact(ctx context.Context, focus string) (protocol.SessionCompactResult, error) {
+	var res protocol.SessionCompactResult
+	err := s.c.Request(ctx, protocol.MethodSessionCompact, protocol.SessionCompactParams{SessionID: s.id, Focus: focus}, &res)
+	return res, err
+}
+
 // Events returns the session's events from the moment it is called, as an
 // iterator to range over once: the live stream (Event.TextDelta,
 // Event.ReasoningDelta, Event.Stop) and every committed event, as they

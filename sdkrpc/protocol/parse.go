@@ -121,6 +121,22 @@ func ParseSessionIDParams(method string, raw json.RawMessage) (string, error) {
 	return id, nil
 }
 
+// ParseSessionCompactParams decodes the params of session/compact.
+func ParseSessionCompactParams(raw json.RawMessage) (SessionCompactParams, error) {
+	var p SessionCompactParams
+	id, err := ParseSessionIDParams(MethodSessionCompact, raw)
+	if err != nil {
+		return p, err
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	if f, ok := m["focus"]; ok && string(f) != "null" && json.Unmarshal(f, &p.Focus) != nil {
+		return p, fmt.Errorf("%s focus must be a string", MethodSessionCompact)
+	}
+	p.SessionID = id
+	return p, nil
+}
+
 // ImageMimeTypes are the image MIME types a prompt may carry (the
 // original's list).
 var ImageMimeTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}

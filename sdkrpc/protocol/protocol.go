@@ -25,6 +25,8 @@ const (
 	MethodSessionCancel = "session/cancel"
 	// MethodSessionClose is ours: dispose one session and flush its log.
 	MethodSessionClose = "session/close"
+	// MethodSessionCompact is ours: compact a session's history now.
+	MethodSessionCompact = "session/compact"
 )
 
 // MethodRequestPermission is ours, a server → client request asking the host
@@ -85,6 +87,7 @@ type ServerCapabilities struct {
 	Cancel      bool `json:"cancel"`      // session/cancel
 	Close       bool `json:"close"`       // session/close
 	Permissions bool `json:"permissions"` // session/request_permission when the host opts in
+	Compact     bool `json:"compact"`     // session/compact
 }
 
 // InitializeResult is the result of initialize. The original sends only
@@ -120,6 +123,22 @@ type SessionCancelParams struct {
 // SessionCloseParams are the params of session/close (ours).
 type SessionCloseParams struct {
 	SessionID string `json:"sessionId"`
+}
+
+// SessionCompactParams are the params of session/compact (ours): the
+// session, and optional text the summary should focus on.
+type SessionCompactParams struct {
+	SessionID string `json:"sessionId"`
+	Focus     string `json:"focus,omitempty"`
+}
+
+// SessionCompactResult is the answer of session/compact, sent once the
+// checkpoint is committed: the history's size before and after (tokens)
+// and how many model messages the summary replaced.
+type SessionCompactResult struct {
+	TokensBefore     int64 `json:"tokensBefore"`
+	TokensAfter      int64 `json:"tokensAfter"`
+	ReplacedMessages int   `json:"replacedMessages"`
 }
 
 // SessionEventParams is the payload of session.event: one committed event

@@ -33,6 +33,10 @@ const (
 	// of its conversation (an identical repeat, a retry, is fine), and a
 	// request the server has no conversation for starts fresh (holds no
 	// assistant message). This is what keeps DeepSeek's prefix cache hot.
+	// A compaction is the one planned break: a request whose compacted
+	// messages (CompactedPrefix) differ from the previous one's starts a
+	// new epoch, and a summary call (tool_choice "none") must extend the
+	// previous request but is not one the next request extends.
 	CheckPrefix Check = "prefix"
 )
 
@@ -43,6 +47,7 @@ type convState struct {
 	system []byte
 	tools  []byte
 	seq    int
+	marks  string // compactedMarks of the request
 }
 
 // check runs the enabled checks on req; s.mu is held.
@@ -112,31 +117,35 @@ func (s *Server) check(req *Request) []string {
 		msgs[i] = m.Raw
 	}
 	prev := s.convs[req.Conversation]
-	if prev == nil {
+	marks := compactedMarks(b)
+	epoch := prev != nil && marks != prev.marks
+	if prev == nil && marks == "" {
 		for i, m := range b.Messages {
 			if m.Role == "assistant" {
 				add(CheckPrefix, "the request continues a conversation this server has not seen (messages[%d] is an assistant message): did the system prompt or the first user message change mid-session?", i)
 				break
 			}
 		}
-	} else {
+	} else if prev != nil {
 		if !bytes.Equal(prev.system, system) {
 			add(CheckStable, "the system message differs from request #%d of this conversation: %s", prev.seq, diff(prev.system, system))
 		}
 		if !bytes.Equal(prev.tools, tools) {
 			add(CheckStable, "the tool list differs from request #%d of this conversation: %s", prev.seq, diff(prev.tools, tools))
 		}
-		if len(msgs) < len(prev.msgs) {
+		if !epoch && len(msgs) < len(prev.msgs) {
 			add(CheckPrefix, "%d messages, fewer than the %d of request #%d of this conversation: history was cut", len(msgs), len(prev.msgs), prev.seq)
 		}
-		for i := 0; i < min(len(msgs), len(prev.msgs)); i++ {
+		for i := 0; !epoch && i < min(len(msgs), len(prev.msgs)); i++ {
 			if !bytes.Equal(msgs[i], prev.msgs[i]) {
 				add(CheckPrefix, "messages[%d] differs from request #%d (the prefix cache misses from here): %s", i, prev.seq, diff(prev.msgs[i], msgs[i]))
 				break
 			}
 		}
 	}
-	s.convs[req.Conversation] = &convState{msgs: msgs, system: system, tools: tools, seq: req.Seq}
+	if b.ToolChoice != "none" {
+		s.convs[req.Conversation] = &convState{msgs: msgs, system: system, tools: tools, seq: req.Seq, marks: marks}
+	}
 	return v
 }
 

@@ -64,6 +64,10 @@ type Server struct {
 	convs      map[string]*convState
 	violations []string
 	changed    chan struct{} // closed and replaced on every new request
+	// contextLimit, when positive, is the window requests must fit
+	// (WithContextLimit); cache holds the prefixes of recent requests.
+	contextLimit int64
+	cache        [][]byte
 }
 
 type convQueue struct {
@@ -279,7 +283,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	responder := s.responder
 	var reply Reply
 	picked := false
-	if responder == nil && decodeErr == nil {
+	if decodeErr == nil {
+		s.measureCache(req)
+		if s.contextLimit > 0 && req.PromptTokens > s.contextLimit {
+			req.Refused = true
+			reply, picked, responder = ContextLimitReply(s.contextLimit, req.PromptTokens), true, nil
+		}
+	}
+	if responder == nil && decodeErr == nil && !picked {
 		reply, picked = s.popLocked(req)
 	}
 	s.mu.Unlock()
@@ -421,6 +432,12 @@ type Request struct {
 	// user message, as raw bytes.
 	FirstUser    string
 	Conversation string
+	// PromptTokens is the prompt estimated at four bytes of text a token;
+	// CachedTokens the part of it a prefix cache over the server's recent
+	// requests holds; Refused that it was over WithContextLimit.
+	PromptTokens int64
+	CachedTokens int64
+	Refused      bool
 
 	discOnce     sync.Once
 	disconnected chan struct{}
@@ -452,6 +469,7 @@ type Body struct {
 	StreamOptions   *StreamOptions `json:"stream_options"`
 	Thinking        *Thinking      `json:"thinking"`
 	ReasoningEffort string         `json:"reasoning_effort"`
+	ToolChoice      string         `json:"tool_choice"`
 }
 
 // StreamOptions is "stream_options".
