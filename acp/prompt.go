@@ -29,6 +29,10 @@ func availableCommands() sdk.SessionUpdate {
 	}, {
 		Name:        "mcp",
 		Description: "List this session's MCP servers, their state and tool counts",
+	}, {
+		Name:        "compact",
+		Description: "Summarise the conversation so far to free the context window",
+		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what the summary should focus on (optional)"}},
 	}}}}
 }
 
@@ -65,6 +69,9 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
 		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	}
+	if focus, ok := compactCommand(p.Prompt); ok {
+		return a.compact(ctx, st, focus)
 	}
 	content, err := a.promptContent(st, p.Prompt)
 	if err != nil {

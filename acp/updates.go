@@ -254,6 +254,20 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
 			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil
 
+	case event.TypeCompactionCheckpoint:
+		cp, err := event.Decode[event.CompactionCheckpoint](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(compactionNotice(cp))}, nil
+
+	case event.TypeCompactionTrim:
+		tr, err := event.Decode[event.CompactionTrim](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(trimNotice(tr))}, nil
+
 	case event.TypeConfigChange:
 		if replay {
 			return nil, nil // the load response carries the current state

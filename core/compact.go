@@ -183,7 +183,7 @@ func isRecorded(err error) bool {
 // cancelled summary call is recorded (compaction/failed) and leaves the
 // history as it was; the error is then a *recordedErr. Any other error is a
 // failure to record.
-func (s *Session) compact(ctx context.Context, j compactJob) (*event.CompactionCheckpoint, error) {
+func (s *Session) compact(ctx context.Context, j compactJob) (*Compaction, error) {
 	req, err := s.request(j.cfg, j.prov.Caps(j.cfg.Model))
 	if err != nil {
 		return nil, err
@@ -225,10 +225,11 @@ func (s *Session) compact(ctx context.Context, j compactJob) (*event.CompactionC
 		ReplacedThroughSeq: through, ReplacedMessages: len(snap.msgs) - (len(history) - 1),
 		TokensBefore: before, TokensAfter: after.size.tokens(fixed), ContextWindow: j.lim.window,
 		Usage: usage, Provider: j.cfg.Provider, Model: j.cfg.Model, State: state}
-	if _, err := s.emit(event.TypeCompactionCheckpoint, cp); err != nil {
+	ev, err := s.emit(event.TypeCompactionCheckpoint, cp)
+	if err != nil {
 		return nil, err
 	}
-	return &cp, nil
+	return &Compaction{Seq: ev.Seq, CompactionCheckpoint: cp}, nil
 }
 
 // summarise asks the model for the summary, retrying what a step retries.
@@ -454,12 +455,18 @@ func (s *Session) recoverOverflow(ctx context.Context, try, turn int, cfg event.
 	return true, nil
 }
 
+// Compaction is a committed checkpoint and its seq in the log.
+type Compaction struct {
+	Seq int64
+	event.CompactionCheckpoint
+}
+
 // Compact compacts the session now (the manual trigger: ACP /compact, SDK
 // session/compact, dsh sessions compact), focusing the summary on focus if
 // given. It returns once the checkpoint is committed. Cancel (or ctx)
 // cancels it: the error then matches context.Canceled and the history is
 // unchanged. A session running a turn answers ErrBusy.
-func (s *Session) Compact(ctx context.Context, focus string) (*event.CompactionCheckpoint, error) {
+func (s *Session) Compact(ctx context.Context, focus string) (*Compaction, error) {
 	cfg := s.Config()
 	prov, err := s.rt.Provider(cfg.Provider)
 	if err != nil {

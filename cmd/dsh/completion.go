@@ -49,7 +49,7 @@ type words struct {
 }
 
 func completionWords() words {
-	w := words{flags: map[string][]string{}, sessions: []string{"list", "show", "rm"}}
+	w := words{flags: map[string][]string{}, sessions: []string{"list", "show", "rm", "compact"}}
 	w.commands = append(w.commands, commandNames...)
 	sort.Strings(w.commands)
 	settings := func(fs *flag.FlagSet) { registerSettingFlags(fs) }

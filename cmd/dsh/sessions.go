@@ -31,15 +31,17 @@ Commands:
   show ID [--json]            print a readable transcript of session ID (a unique prefix is enough);
                               --json prints {header, events} as stored
   rm ID                       delete session ID (the whole id; refused while a process is writing it)
+  compact ID [FOCUS...]       summarise session ID's conversation now, with its model (see Context in README)
 
 Exit status: 0 on success, 1 if the session is missing or cannot be read or removed, 2 on usage errors.
 `
 
 // sessionsHelp is the help of each sessions command.
 var sessionsHelp = map[string]string{
-	"list": "Usage: dsh sessions list [--cwd DIR] [--json]\n\nList the stored sessions, most recently updated first.",
-	"show": "Usage: dsh sessions show ID [--json]\n\nPrint a readable transcript of a session: turns, each tool call on one line, usage.\nID may be a unique prefix of the session id.",
-	"rm":   "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.",
+	"list":    "Usage: dsh sessions list [--cwd DIR] [--json]\n\nList the stored sessions, most recently updated first.",
+	"show":    "Usage: dsh sessions show ID [--json]\n\nPrint a readable transcript of a session: turns, each tool call on one line, usage.\nID may be a unique prefix of the session id.",
+	"rm":      "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.",
+	"compact": compactHelp,
 }
 
 // sessionsFlags are the flags of the sessions commands, parsed together
@@ -74,7 +76,7 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 		return sessionsHelpFor(firstWord(pos[1:]), fs, stdout)
 	}
 	if _, ok := sessionsHelp[pos[0]]; !ok {
-		fmt.Fprintf(stderr, "dsh sessions: unknown command %q (want list, show or rm)\n", pos[0])
+		fmt.Fprintf(stderr, "dsh sessions: unknown command %q (want list, show, rm or compact)\n", pos[0])
 		return 2
 	}
 	if f.cwd != "" && pos[0] != "list" {
@@ -85,6 +87,9 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh sessions: %v\n", err)
 		return 2
+	}
+	if pos[0] == "compact" {
+		return sessionsCompact(s, f, pos[1:], stdout, stderr)
 	}
 	return runSessions(pos, f, store.New(s.SessionRoot), stdout, stderr)
 }
@@ -288,9 +293,9 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // Limits of the transcript: tool traffic and reasoning are abbreviated,
 // user and assistant text is shown whole.
 const (
-	maxArgs        = 120
-	maxLineRunes   = 160
-	maxReasoning   = 1200
+	maxArgs      = 120
+	maxLineRunes = 160
+	maxReasoning = 1200
 )
 
 func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
