@@ -34,6 +34,14 @@ func WithContextLimit(tokens int64) Option {
 	return func(s *Server) { s.contextLimit = tokens }
 }
 
+// SetContextLimit changes the window from the next request on (0: none),
+// e.g. to find a session made under a larger window over it.
+func (s *Server) SetContextLimit(tokens int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.contextLimit = tokens
+}
+
 // ContextLimitReply is DeepSeek's answer to a request over the window.
 func ContextLimitReply(limit, requested int64) Reply {
 	return ErrorReply(http.StatusBadRequest, fmt.Sprintf(
