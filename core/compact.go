@@ -413,10 +413,19 @@ func (s *Session) learnWindow(msg string) {
 	s.mu.Unlock()
 }
 
-// recordContext records request/context: the window a request was sized
-// for, as the original does.
+// recordContext records request/context, the provider, model and window a
+// request is sized for, when they differ from the last recorded (as the
+// original does: once, then on a change), so every request's context is
+// in the log.
 func (s *Session) recordContext(cfg event.Config, lim contextLimits) error {
-	_, err := s.emit(event.TypeRequestContext, event.RequestContext{Provider: cfg.Provider, Model: cfg.Model, ContextWindow: lim.window})
+	rc := event.RequestContext{Provider: cfg.Provider, Model: cfg.Model, ContextWindow: lim.window}
+	s.commitMu.Lock()
+	same := s.lastReqCtx == rc
+	s.commitMu.Unlock()
+	if same {
+		return nil
+	}
+	_, err := s.emit(event.TypeRequestContext, rc)
 	return err
 }
 

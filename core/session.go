@@ -68,6 +68,8 @@ type Session struct {
 	lastHdr   event.Config
 	hdrTools  []byte // tool list of the last request/header
 	hdrSeen   bool
+	// lastReqCtx is the last request/context recorded (under commitMu).
+	lastReqCtx event.RequestContext
 	// learnedWindow is the context window a provider's refusal named, when
 	// it is smaller than the configured one (0 = none).
 	learnedWindow int64
@@ -176,6 +178,10 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		s.mu.Lock()
 		s.titled = true
 		s.mu.Unlock()
+	case event.TypeRequestContext:
+		if d, err := payloadOf[event.RequestContext](ev, payload); err == nil {
+			s.lastReqCtx = d
+		}
 	case event.TypeRequestHeader:
 		if d, err := payloadOf[event.RequestHeader](ev, payload); err == nil {
 			s.hdrSeen = true

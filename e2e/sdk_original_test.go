@@ -29,10 +29,9 @@ var oursOnly = map[string][]string{
 	"tool/result":       {"data.meta"},
 }
 
-// dsh records request/context for every request (issue 13); the original
-// records it when it is first used or changes. The comparison keeps dsh's
-// first of each run of equal ones (repeatsAllowed), so a change of window
-// or model must still show.
+// dsh records request/context as the original does, when it is first used
+// or changes; the comparison would also keep only the first of a run of
+// equal ones (repeatsAllowed), so a change of window or model must show.
 var repeatsAllowed = []string{"request/context"}
 
 // wireEvent is one session.event of a transcript, reduced for comparison.
