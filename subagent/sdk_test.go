@@ -72,13 +72,15 @@ func TestDshOutcomes(t *testing.T) {
 				}
 				// The child wrote its log to the shared store, at depth 1.
 				if door == "sdk" {
-					hd, _, err := h.rt.Store().Read(st.ChildSessionID)
+					hd, evs, err := h.rt.Store().Read(st.ChildSessionID)
 					switch {
 					case err != nil:
 						t.Errorf("%s: child log: %v", k.prompt, err)
 					case hd.DelegationDepth != 1:
 						t.Errorf("%s: the child's session is at delegation depth %d, want 1: cmd/dsh must read %s "+
 							"into core.Config.BaseDepth", k.prompt, hd.DelegationDepth, EnvDelegationDepth)
+					case !childPreamble(evs):
+						t.Errorf("%s: the child process's system prompt lacks the subagent preamble", k.prompt)
 					}
 				}
 			}
@@ -265,4 +267,16 @@ func TestDshThroughLoop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// childPreamble reports whether a child's log records a system prompt with
+// the subagent preamble (its final message goes to a parent agent).
+func childPreamble(evs []event.Event) bool {
+	for _, ev := range evs {
+		if ev.Type == event.TypeRequestHeader {
+			h, err := event.Decode[event.RequestHeader](ev)
+			return err == nil && strings.Contains(h.Header.System, "# You are a subagent")
+		}
+	}
+	return false
 }
