@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,10 +12,8 @@ import (
 // Go SDK test server (a real process on stdio), offers its tools and runs
 // the model's call through the gate (auto runs a readOnlyHint tool).
 func TestHeadlessMCPFromTheConfigFile(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcptestserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../core/mcp/mcptest/mcptestserver").CombinedOutput(); err != nil {
-		t.Fatalf("building the test server: %v\n%s", err, out)
-	}
+	t.Parallel()
+	bin := mcptestServer(t)
 	srv := modeltest.New(t)
 	w := newWorld(t, srv.Env()...)
 	cfg := filepath.Join(w.Home, "config.json")

@@ -7,6 +7,9 @@
 # e2e/testdata, installed with `npm ci`):
 #   - e2e/testdata/acpx: acpx, the independent ACP client the TestACPX* tests
 #     drive dsh acp with.
+#   - e2e/testdata/mcp-everything: @modelcontextprotocol/server-everything, the
+#     MCP server (stdio and streamable HTTP) the TestMCPEverything* tests
+#     connect dsh to.
 # Tests that need a package that is not installed skip with a message that
 # names this script.
 #
@@ -16,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-npm_dirs=(e2e/testdata/acpx)
+npm_dirs=(e2e/testdata/acpx e2e/testdata/mcp-everything)
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "test-deps: node and npm are needed for the npm-based e2e tests (${npm_dirs[*]}); not on PATH" >&2

@@ -40,7 +40,10 @@ type Settings struct {
 	CompactAt        float64
 	FirstDataTimeout time.Duration
 	StallTimeout     time.Duration
-	LogLevel         slog.Level
+	// MCPStartWait bounds how long opening a session waits for its MCP
+	// servers (DSH_MCP_START_WAIT; core's default when 0).
+	MCPStartWait time.Duration
+	LogLevel     slog.Level
 	// Depth is the delegation depth of this process's sessions: a dsh
 	// started by another dsh's subagent gateway gets its parent's depth+1
 	// in DSH_DELEGATION_DEPTH.
@@ -85,6 +88,7 @@ const envDoc = `Environment:
   DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
+  DSH_MCP_START_WAIT     how long opening a session waits for its MCP servers, e.g. 10s (default 1.5s)
   DSH_LOG_LEVEL          debug | info | warn | error (stderr diagnostics; default warn)
   DSH_CWD                sdk: default working directory (the original's launchers set it)
   DSH_DELEGATION_DEPTH   delegation depth of this process's sessions (set by a parent dsh's subagent gateway)
@@ -321,6 +325,9 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 		return err
 	}
 	if s.StallTimeout, err = envDuration("DSH_STALL_TIMEOUT"); err != nil {
+		return err
+	}
+	if s.MCPStartWait, err = envDuration("DSH_MCP_START_WAIT"); err != nil {
 		return err
 	}
 	if v := os.Getenv("DSH_DELEGATION_DEPTH"); v != "" {

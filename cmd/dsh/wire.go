@@ -112,6 +112,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		Origin:           origin,
 		Logger:           logger,
 		MCPServers:       s.MCPServers,
+		MCPStartWait:     s.MCPStartWait,
 		Version:          version,
 	})
 	if err != nil {
