@@ -269,6 +269,13 @@ func TestMCPOverACPFailedServerIsTold(t *testing.T) {
 		b, _ := json.Marshal(u["content"])
 		return u != nil && u["sessionUpdate"] == "agent_message_chunk" && strings.Contains(string(b), `MCP server \"gone\" is not available`)
 	})
+	// Every stderr line is in once the process has exited.
+	_ = p.stdin.Close()
+	select {
+	case <-p.done:
+	case <-time.After(acpTimeout):
+		t.Fatal("dsh acp did not exit after its stdin closed")
+	}
 	if !strings.Contains(p.stderr.String(), "dsh-no-such-mcp-server") {
 		t.Errorf("the failure must be on stderr too:\n%s", p.stderr.String())
 	}
