@@ -132,20 +132,27 @@ func sdkNotifScript(steps int) string {
 // (the delivery path alone); "run" uses Client.Run, which also decodes
 // every event of the run as a host's owned run does.
 func BenchmarkSDKNotifications(b *testing.B) {
-	cwd, env := sdkBenchEnv(b, sdkScriptFile(b, sdkNotifScript(sdkNotifSteps))...)
-	ctx := context.Background()
-	c, _, err := client.Start(ctx, client.Config{Command: []string{dshBin, "sdk"}, Env: env, Dir: cwd},
+	c := sdkBenchStart(b, sdkNotifScript(sdkNotifSteps))
+	b.Run("subscribe", func(b *testing.B) { sdkBenchNotifications(b, c, c.Pid(), sdkPromptTurn) })
+	b.Run("run", func(b *testing.B) { sdkBenchNotifications(b, c, c.Pid(), sdkRunTurn) })
+}
+
+// sdkBenchStart starts and initializes `dsh sdk` on the scripted provider
+// with script; it is closed when the benchmark ends.
+func sdkBenchStart(b *testing.B, script string) *client.Client {
+	b.Helper()
+	cwd, env := sdkBenchEnv(b, sdkScriptFile(b, script)...)
+	c, _, err := client.Start(context.Background(), client.Config{Command: []string{dshBin, "sdk"}, Env: env, Dir: cwd},
 		protocol.InitializeParams{Cwd: cwd, Provider: "scripted", Model: "scripted-model"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
-		if err := c.Close(ctx); err != nil {
+	b.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
 			b.Error(err)
 		}
-	}()
-	b.Run("subscribe", func(b *testing.B) { sdkBenchNotifications(b, c, c.Pid(), sdkPromptTurn) })
-	b.Run("run", func(b *testing.B) { sdkBenchNotifications(b, c, c.Pid(), sdkRunTurn) })
+	})
+	return c
 }
 
 // BenchmarkSDKNotificationsInProcess is the same workload with the server

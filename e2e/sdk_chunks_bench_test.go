@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/dsh-dev/dsh/sdkrpc/client"
-	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
 
 // BenchmarkSDKChunks measures the live stream end to end: a scripted turn
@@ -20,18 +19,8 @@ import (
 func BenchmarkSDKChunks(b *testing.B) {
 	const n = 2000
 	answer := strings.Repeat("x", n)
-	cwd, env := sdkBenchEnv(b, sdkScriptFile(b, `{"chunkRunes":1,"steps":[{"text":"`+answer+`"}],"repeat":"last"}`)...)
+	c := sdkBenchStart(b, `{"chunkRunes":1,"steps":[{"text":"`+answer+`"}],"repeat":"last"}`)
 	ctx := context.Background()
-	c, _, err := client.Start(ctx, client.Config{Command: []string{dshBin, "sdk"}, Env: env, Dir: cwd},
-		protocol.InitializeParams{Cwd: cwd, Provider: "scripted", Model: "scripted-model"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := c.Close(ctx); err != nil {
-			b.Error(err)
-		}
-	}()
 	chunks := 0
 	b.ResetTimer()
 	for range b.N {
