@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -264,25 +265,20 @@ func TestCancelMidStream(t *testing.T) {
 
 func TestCancelDuringBashGivesEveryCallAResult(t *testing.T) {
 	h := newHarness(t, calls(
-		model.ToolCall{ID: "b1", Name: "bash", Arguments: `{"command":"sleep 30","description":"wait"}`},
+		model.ToolCall{ID: "b1", Name: "bash", Arguments: `{"command":"echo > started; sleep 30","description":"wait"}`},
 		model.ToolCall{ID: "b2", Name: "bash", Arguments: `{"command":"echo never","description":"after"}`},
 	))
 	s := h.session()
-	tk, _ := s.Prompt(context.Background(), []event.ContentBlock{event.Text("go")})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		found := false
-		for _, e := range s.Events() {
-			if e.Type == event.TypeToolCall {
-				found = true
-			}
-		}
-		if found || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	// b1 writes to a FIFO before it sleeps: reading it returns once the
+	// command is running, so the cancel lands inside the call.
+	fifo := filepath.Join(h.cwd, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	tk, _ := s.Prompt(context.Background(), []event.ContentBlock{event.Text("go")})
+	if _, err := os.ReadFile(fifo); err != nil {
+		t.Fatal(err)
+	}
 	t0 := time.Now()
 	s.Cancel(nil)
 	select {
@@ -379,23 +375,27 @@ func TestSubscriptionDeliversEveryEventInOrder(t *testing.T) {
 	h := newHarness(t, steps...)
 	sub := h.rt.Subscribe()
 	defer sub.Close()
-	var got sync.Map
 	done := make(chan struct{})
 	counts := map[string][]int64{}
 	var mu sync.Mutex
+	// The subscriber stops once it has every event; it learns how many
+	// there are when the turns are over.
+	totalc := make(chan int)
 	go func() {
 		defer close(done)
-		for {
-			n, err := sub.Next(context.Background())
-			if err != nil {
-				return
-			}
-			if n.Kind == NoticeEvent {
+		received, total := 0, -1
+		for total < 0 || received < total {
+			select {
+			case n := <-sub.C():
+				if n.Kind != NoticeEvent {
+					continue
+				}
 				time.Sleep(100 * time.Microsecond) // a slow subscriber
 				mu.Lock()
 				counts[n.SessionID] = append(counts[n.SessionID], n.Event.Seq)
 				mu.Unlock()
-				got.Store(n.SessionID, true)
+				received++
+			case total = <-totalc:
 			}
 		}
 	}()
@@ -417,21 +417,14 @@ func TestSubscriptionDeliversEveryEventInOrder(t *testing.T) {
 	for _, s := range sessions {
 		total += len(s.Events())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		n := 0
+	totalc <- total
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
 		mu.Lock()
-		for _, seqs := range counts {
-			n += len(seqs)
-		}
-		mu.Unlock()
-		if n >= total {
-			break
-		}
-		time.Sleep(time.Millisecond)
+		defer mu.Unlock()
+		t.Fatalf("the subscriber did not get all %d events: %v", total, counts)
 	}
-	sub.Close()
-	<-done
 	for _, s := range sessions {
 		mu.Lock()
 		seqs := counts[s.ID()]

@@ -1136,7 +1136,6 @@ func TestHeadlessSIGTERM(t *testing.T) {
 		t.Fatal("no model request")
 	}
 	req := srv.Requests()[0]
-	time.Sleep(50 * time.Millisecond) // let the reasoning delta land
 
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -1229,6 +1228,7 @@ func TestHeadlessSIGTERMDuringTool(t *testing.T) {
 	w := newWorld(t, srv.Env()...)
 	srv.Enqueue(modeltest.ToolCallsReply("", modeltest.Call{ID: "call_sleep", Name: "bash",
 		Args: `{"command":"echo $$ > child.pid; exec sleep 30","description":"wait"}`}))
+	started := newFIFO(t, filepath.Join(w.Cwd, "child.pid"))
 	cmd, stdin, stdout, errb := w.start("run", "--json", "wait a while")
 	stdin.Close()
 	br := bufio.NewReader(stdout)
@@ -1238,22 +1238,10 @@ func TestHeadlessSIGTERMDuringTool(t *testing.T) {
 	if err := json.Unmarshal([]byte(readStdoutLine(t, br, 10*time.Second)), &sess); err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(w.Cwd, "child.pid")
 	var pid int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(pidFile)
-		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			if _, err := fmt.Sscan(string(b), &pid); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the tool never started\nstderr: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := fmt.Sscan(string(started.wait(t, 10*time.Second, "the tool never started")), &pid); err != nil {
+		t.Fatalf("child.pid: %v\nstderr: %s", err, errb.String())
 	}
-	time.Sleep(50 * time.Millisecond) // let `exec sleep` happen
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -1268,19 +1256,8 @@ func TestHeadlessSIGTERMDuringTool(t *testing.T) {
 	if took > 3*time.Second {
 		t.Errorf("exit took %v after SIGTERM", took)
 	}
-	// The sleep is gone (or a zombie about to be reaped by init).
-	gone := false
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			gone = true
-			break
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && bytes.Contains(st, []byte(") Z ")) {
-			gone = true
-			break
-		}
-	}
-	if !gone {
+	// The sleep is gone: dsh killed and reaped its tool before it exited.
+	if syscall.Kill(pid, 0) == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("the tool's process %d outlived dsh", pid)
 	}
@@ -1317,6 +1294,7 @@ func TestHeadlessAdoptAfterCrash(t *testing.T) {
 	w := newWorld(t, srv.Env()...)
 	srv.Enqueue(modeltest.ToolCallsReply("run it", modeltest.Call{ID: "call_hang", Name: "bash",
 		Args: `{"command":"echo $$ > child.pid; exec sleep 30","description":"hang"}`}))
+	started := newFIFO(t, filepath.Join(w.Cwd, "child.pid"))
 	cmd, stdin, stdout, _ := w.start("run", "--json", "crash during a tool")
 	stdin.Close()
 	br := bufio.NewReader(stdout)
@@ -1326,19 +1304,9 @@ func TestHeadlessAdoptAfterCrash(t *testing.T) {
 	if err := json.Unmarshal([]byte(readStdoutLine(t, br, 10*time.Second)), &sess); err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(w.Cwd, "child.pid")
-	deadline := time.Now().Add(10 * time.Second)
 	var pid int
-	for {
-		if b, err := os.ReadFile(pidFile); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			if _, err := fmt.Sscan(string(b), &pid); err == nil {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tool never started")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := fmt.Sscan(string(started.wait(t, 10*time.Second, "the tool never started")), &pid); err != nil {
+		t.Fatalf("child.pid: %v", err)
 	}
 	_ = cmd.Process.Kill()
 	_, _ = io.Copy(io.Discard, br)

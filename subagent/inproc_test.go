@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/permission"
 )
@@ -140,12 +141,29 @@ func TestInprocCancelMidChild(t *testing.T) {
 	rec := newRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Cancel once the child has streamed its second text delta: the child
+	// forwards a delta after committing its chunk, so by then the first
+	// delta ("one ") has reached the call's partial output.
+	sub := h.rt.Subscribe()
+	defer sub.Close()
 	var cancelledAt time.Time
 	go func() {
-		<-rec.started
-		time.Sleep(400 * time.Millisecond) // a few deltas stream
-		cancelledAt = time.Now()
-		cancel()
+		texts := 0
+		for {
+			n, err := sub.Next(context.Background())
+			if err != nil {
+				return
+			}
+			if n.Kind != core.NoticeEvent || n.SessionID == p.ID() || n.Event.Type != event.TypeAssistantChunk {
+				continue
+			}
+			if c, err := event.Decode[event.AssistantChunk](n.Event); err == nil && c.Chunk.Type == event.ChunkTextDelta {
+				if texts++; texts == 2 {
+					cancelledAt = time.Now()
+					cancel()
+				}
+			}
+		}
 	}()
 	r := h.call(ctx, p, rec, map[string]any{"description": "slow", "prompt": "CHILD-SLOW go"})
 	if took := time.Since(cancelledAt); took > 2*time.Second {
