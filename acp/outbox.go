@@ -34,8 +34,8 @@ import (
 
 // Defaults of the pacing (see Options.UpdatesPerSecond).
 const (
-	defaultUpdatesPerSecond = 800
-	updateBurst             = 400
+	defaultUpdatesPerSecond = 600
+	updateBurst             = 256
 	outboxSize              = 512
 )
 
@@ -149,7 +149,10 @@ func (o *outbox) coalesce(it outItem) bool {
 			continue
 		}
 		if q.call == "" {
-			return false
+			if isChunk(q.update) {
+				return false
+			}
+			continue // a plan, usage or info snapshot: its order does not matter
 		}
 		if q.call != it.call {
 			continue
@@ -159,6 +162,12 @@ func (o *outbox) coalesce(it outItem) bool {
 		return true
 	}
 	return false
+}
+
+// isChunk reports a message chunk, whose place among tool calls is what the
+// chat shows.
+func isChunk(u *sdk.SessionUpdate) bool {
+	return u.UserMessageChunk != nil || u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil
 }
 
 // mergeToolUpdate folds n into the queued update u of the same call: every

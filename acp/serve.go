@@ -31,11 +31,13 @@ type Options struct {
 	// session's current model.
 	Models []string
 	// UpdatesPerSecond paces session/update notifications after a burst of
-	// 400: acp-go-sdk clients drop the connection when their handler falls
+	// 256: acp-go-sdk clients drop the connection when their handler falls
 	// 1,024 notifications behind, and no protocol signal tells an agent how
-	// fast the client's handler is. 0 means 800 per second (a client whose
-	// handler takes 1 ms per update keeps up); a negative value disables
-	// pacing (the pipe's backpressure alone remains).
+	// fast the client's handler is. 0 means 600 per second (a client whose
+	// handler takes 1 ms per update keeps up with room to spare on a busy
+	// machine); a negative value disables pacing (the pipe's backpressure
+	// alone remains). While the client is held to the pace, a tool call's
+	// queued updates coalesce, so a turn needs fewer frames.
 	UpdatesPerSecond float64
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.

@@ -395,7 +395,10 @@ func (p *projector) jobUpdate(callID string, r event.ContentBlock, rawMeta json.
 		return sdk.SessionUpdate{}, false
 	}
 	start := meta.Job.CallID
-	if start == "" || start == callID || !p.st.calls[start] {
+	p.st.progMu.Lock()
+	_, known := p.st.calls[start]
+	p.st.progMu.Unlock()
+	if start == "" || start == callID || !known {
 		return sdk.SessionUpdate{}, false
 	}
 	text := bound(event.ResultText(r))

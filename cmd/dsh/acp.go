@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/dsh-dev/dsh/acp"
 )
@@ -19,9 +22,14 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)
 		return 1
 	}
+	rate, err := acpUpdateRate()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 2
+	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version})
+	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate})
 	if err != nil && ctx.Err() == nil {
 		logger.Error("acp", "err", err)
 	}
@@ -32,4 +40,21 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c
 	}
 	return 0
+}
+
+// acpUpdateRate reads DSH_ACP_UPDATES_PER_SEC: the pace of session/update
+// notifications (0 or unset: the door's default; "off": unpaced).
+func acpUpdateRate() (float64, error) {
+	v := strings.TrimSpace(os.Getenv("DSH_ACP_UPDATES_PER_SEC"))
+	switch v {
+	case "", "0":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("DSH_ACP_UPDATES_PER_SEC must be a positive number of updates per second or off, got %q", v)
+	}
+	return f, nil
 }
