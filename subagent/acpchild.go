@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,21 +13,24 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/permission"
 )
 
-// acpChild is an ACP agent process driven with the Go SDK's client side.
+// acpChild is an ACP agent process driven over acp/wire, the connection
+// layer the ACP door serves editors with, in acp-go-sdk's schema types.
 //
-// The SDK hands notifications to one ordered queue of 1024 and closes the
-// connection when it overflows (spec acp.md §8). session/update — the only
-// notification that comes in floods — never reaches that queue: an
-// updateFilter takes it off the wire on the reading goroutine and only
-// appends the chunk's text to the session's buffer (see updateFilter).
+// The SDK's own client connection hands notifications to one ordered queue
+// of 1024 and closes the connection when it overflows (spec acp.md §8); an
+// agent streaming small chunks at full speed outruns it. acp/wire handles
+// each notification on its reading goroutine instead, so the pipe is the
+// queue: a fast agent is slowed by backpressure, never disconnected, and
+// every update precedes the prompt response that follows it on the wire.
 type acpChild struct {
 	reg    *Registry
 	proc   *childProc
-	conn   *acp.ClientSideConnection
+	conn   *acpConn
 	parent *core.Session
 	cwd    string
 	log    *slog.Logger
@@ -54,10 +58,7 @@ func spawnACP(ctx context.Context, r *Registry, s spawnSpec) (*acpChild, error) 
 	}
 	c := &acpChild{reg: r, proc: p, parent: s.parent, cwd: s.cwd, log: r.log,
 		bufs: map[acp.SessionId]*strings.Builder{}, closer: newCloser()}
-	in := newGatedReader(newUpdateFilter(p.stdout, c.onUpdate))
-	c.conn = acp.NewClientSideConnection((*acpClient)(c), p.stdin, in)
-	c.conn.SetLogger(r.log.With("subagent", s.name))
-	in.open()
+	c.conn = newACPConn(p.stdin, p.stdout, (*acpClient)(c), r.log.With("subagent", s.name))
 
 	ictx, cancel := context.WithTimeout(ctx, r.initTimeout)
 	defer cancel()
@@ -215,27 +216,12 @@ func (c *acpChild) close(ctx context.Context) error {
 
 func (c *acpChild) pid() int { return c.proc.pid() }
 
-// onUpdate keeps the text of agent message chunks; it runs on the
-// connection's reading goroutine, so it must stay this cheap.
-func (c *acpChild) onUpdate(sid string, update json.RawMessage) {
-	text := agentText(update)
-	if text == "" {
-		return
-	}
-	c.mu.Lock()
-	if b := c.bufs[acp.SessionId(sid)]; b != nil {
-		b.WriteString(text)
-	}
-	c.mu.Unlock()
-}
-
-// acpClient is the acp.Client side of an acpChild: the requests and
+// acpClient is the client side of an acpChild: the requests and
 // notifications the agent sends us.
 type acpClient acpChild
 
-// SessionUpdate keeps agent message text. The updateFilter takes updates
-// off the wire before the SDK sees them, so this only serves an update the
-// filter could not recognise; it must return at once all the same.
+// SessionUpdate keeps agent message text. It runs on the connection's
+// reading goroutine, so it must stay this cheap.
 func (a *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	u := n.Update.AgentMessageChunk
 	if u == nil || u.Content.Text == nil {
@@ -348,3 +334,140 @@ func (a *acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExit
 }
 
 var _ acp.Client = (*acpClient)(nil)
+
+// acpConn is the gateway's client connection to one agent.
+type acpConn struct {
+	w    *wire.Conn
+	done chan struct{}
+}
+
+func newACPConn(stdin io.Writer, stdout io.Reader, cl acp.Client, log *slog.Logger) *acpConn {
+	c := &acpConn{done: make(chan struct{})}
+	c.w = wire.New(stdout, stdin, &clientHandler{cl: cl, log: log}, wire.Options{MaxFrameBytes: maxFrame, Logger: log})
+	go func() {
+		defer close(c.done)
+		if err := c.w.Run(); err != nil {
+			log.Debug("subagent: reading the ACP agent failed", "err", err)
+		}
+	}()
+	return c
+}
+
+// maxFrame bounds one frame from the agent (the SDK's own limit is 10 MiB).
+const maxFrame = 16 << 20
+
+// Done is closed when the agent's output ends.
+func (c *acpConn) Done() <-chan struct{} { return c.done }
+
+func acpCall[Resp any](ctx context.Context, c *acpConn, method string, params any) (Resp, error) {
+	var resp Resp
+	err := c.w.Call(ctx, method, params, &resp)
+	var we *wire.Error
+	if errors.As(err, &we) {
+		re := &acp.RequestError{Code: we.Code, Message: we.Message}
+		if len(we.Data) > 0 {
+			var d any
+			if json.Unmarshal(we.Data, &d) == nil {
+				re.Data = d
+			}
+		}
+		return resp, re
+	}
+	if errors.Is(err, wire.ErrClosed) {
+		return resp, fmt.Errorf("peer disconnected before response: %w", err)
+	}
+	return resp, err
+}
+
+func (c *acpConn) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	return acpCall[acp.InitializeResponse](ctx, c, acp.AgentMethodInitialize, p)
+}
+
+func (c *acpConn) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	return acpCall[acp.NewSessionResponse](ctx, c, acp.AgentMethodSessionNew, p)
+}
+
+func (c *acpConn) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	return acpCall[acp.PromptResponse](ctx, c, acp.AgentMethodSessionPrompt, p)
+}
+
+func (c *acpConn) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acpCall[acp.CloseSessionResponse](ctx, c, acp.AgentMethodSessionClose, p)
+}
+
+// Cancel sends session/cancel (a notification).
+func (c *acpConn) Cancel(_ context.Context, p acp.CancelNotification) error {
+	return c.w.Notify(acp.AgentMethodSessionCancel, p)
+}
+
+// clientHandler dispatches what the agent sends onto an acp.Client, in the
+// SDK's request types.
+type clientHandler struct {
+	cl  acp.Client
+	log *slog.Logger
+}
+
+func decodeInto[T any](params json.RawMessage) (T, error) {
+	var p T
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return p, wire.Errorf(wire.CodeInvalidParams, "Invalid params: %v", err)
+	}
+	return p, nil
+}
+
+func answer[Req, Resp any](ctx context.Context, params json.RawMessage, fn func(context.Context, Req) (Resp, error)) (any, error) {
+	p, err := decodeInto[Req](params)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := fn(ctx, p)
+	if err != nil {
+		var re *acp.RequestError
+		if errors.As(err, &re) {
+			return nil, &wire.Error{Code: re.Code, Message: re.Message}
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (h *clientHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case acp.ClientMethodSessionRequestPermission:
+		return answer(ctx, params, h.cl.RequestPermission)
+	case acp.ClientMethodFsReadTextFile:
+		return answer(ctx, params, h.cl.ReadTextFile)
+	case acp.ClientMethodFsWriteTextFile:
+		return answer(ctx, params, h.cl.WriteTextFile)
+	case acp.ClientMethodTerminalCreate:
+		return answer(ctx, params, h.cl.CreateTerminal)
+	case acp.ClientMethodTerminalOutput:
+		return answer(ctx, params, h.cl.TerminalOutput)
+	case acp.ClientMethodTerminalWaitForExit:
+		return answer(ctx, params, h.cl.WaitForTerminalExit)
+	case acp.ClientMethodTerminalKill:
+		return answer(ctx, params, h.cl.KillTerminal)
+	case acp.ClientMethodTerminalRelease:
+		return answer(ctx, params, h.cl.ReleaseTerminal)
+	}
+	return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
+}
+
+// HandleNotification runs on the reading goroutine: session/update is
+// decoded once into the SDK's type and handed over in wire order.
+func (h *clientHandler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	if method != acp.ClientMethodSessionUpdate {
+		return
+	}
+	n, err := decodeInto[acp.SessionNotification](params)
+	if err != nil {
+		h.log.Debug("subagent: unreadable session/update", "err", err)
+		return
+	}
+	if err := h.cl.SessionUpdate(ctx, n); err != nil {
+		h.log.Debug("subagent: session/update handler failed", "err", err)
+	}
+}

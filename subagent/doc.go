@@ -68,10 +68,11 @@
 // that has not stopped within a second is killed, so the call returns
 // within 2 s and no process survives it.
 //
-// An ACP child's session/update notifications are taken off the wire
-// before the Go SDK's bounded notification queue sees them (updateFilter),
-// so an agent streaming thousands of chunks cannot make the SDK drop the
-// connection.
+// An ACP child is driven over acp/wire (the ACP door's connection layer),
+// which handles its session/update notifications on the reading goroutine
+// in wire order: an agent streaming thousands of chunks is slowed by the
+// pipe, never disconnected (the Go SDK's own client queues 1,024 and then
+// drops the connection).
 //
 // Out-of-process children are pooled per (parent session, provider) when
 // the provider allows: a finished child waits idle for the next call of the
