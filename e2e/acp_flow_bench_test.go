@@ -172,6 +172,7 @@ func (r *flowRun) disconnected() bool {
 }
 
 func BenchmarkACPFlow(b *testing.B) {
+	parent := b
 	var fixture struct {
 		once sync.Once
 		root string
@@ -220,7 +221,7 @@ func BenchmarkACPFlow(b *testing.B) {
 		})
 		b.Run("load100k/"+name, func(b *testing.B) {
 			fixture.once.Do(func() {
-				fixture.root, fixture.id, fixture.n = bigSession(b)
+				fixture.root, fixture.id, fixture.n = bigSession(b, parent)
 			})
 			if fixture.id == "" {
 				b.Fatal("no fixture session")
@@ -267,9 +268,9 @@ func nopLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func flowCwd(root string) string { return filepath.Join(filepath.Dir(root), "ws") }
 
 // bigSession writes a stored session of at least DSH_BENCH_LOAD_EVENTS
-// (100,000) events by running scripted turns of 1,500 calls in process,
+// (100,000) events, removed when owner ends, by running scripted turns of 1,500 calls in process,
 // without fsync.
-func bigSession(b *testing.B) (root, id string, n int) {
+func bigSession(b, owner *testing.B) (root, id string, n int) {
 	b.Helper()
 	want := 100000
 	if v, err := strconv.Atoi(os.Getenv("DSH_BENCH_LOAD_EVENTS")); err == nil && v > 0 {
@@ -279,7 +280,7 @@ func bigSession(b *testing.B) (root, id string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = os.RemoveAll(base) })
+	owner.Cleanup(func() { _ = os.RemoveAll(base) }) // every load sub-benchmark uses it
 	if r, err := filepath.EvalSymlinks(base); err == nil {
 		base = r
 	}
