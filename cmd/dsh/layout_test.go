@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestDoorsImportNoOtherDoor enforces DESIGN §2's rules of direction for
+// the doors and the gateway (core's own rule is tested in core): the
+// doors do not import each other or subagent, and subagent may use the
+// doors' clients but not their servers. Only cmd wires them together.
+func TestDoorsImportNoOtherDoor(t *testing.T) {
+	const mod = "github.com/dsh-dev/dsh/"
+	for _, tc := range []struct {
+		pkgs   string
+		banned []string // packages (and their subpackages) that must not be dependencies
+		exact  []string // packages that must not be dependencies (subpackages may be)
+	}{
+		{pkgs: mod + "acp/...", banned: []string{mod + "sdkrpc", mod + "subagent", mod + "cmd", "github.com/sourcegraph/jsonrpc2"}},
+		{pkgs: mod + "sdkrpc/...", banned: []string{mod + "acp", mod + "subagent", mod + "cmd", "github.com/coder/acp-go-sdk"}},
+		{pkgs: mod + "subagent/...", banned: []string{mod + "acp", mod + "cmd"}, exact: []string{mod + "sdkrpc"}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", tc.pkgs).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", tc.pkgs, err, out)
+		}
+		own := strings.TrimSuffix(tc.pkgs, "/...")
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == own || strings.HasPrefix(dep, own+"/") {
+				continue
+			}
+			for _, bad := range tc.banned {
+				if dep == bad || strings.HasPrefix(dep, bad+"/") {
+					t.Errorf("%s depends on %s", tc.pkgs, dep)
+				}
+			}
+			for _, bad := range tc.exact {
+				if dep == bad {
+					t.Errorf("%s depends on %s (the door's server; only its client is allowed)", tc.pkgs, dep)
+				}
+			}
+		}
+	}
+}
