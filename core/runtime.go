@@ -30,6 +30,8 @@ var (
 	ErrNotFound = store.ErrNotFound
 	ErrDepth    = errors.New("delegation depth limit reached")
 	ErrBadInput = errors.New("invalid input")
+	// ErrQueueFull refuses a prompt when MaxQueuedPrompts already wait.
+	ErrQueueFull = errors.New("the session's prompt queue is full")
 )
 
 // Config configures a Runtime.

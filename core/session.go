@@ -393,6 +393,11 @@ func (s *Session) Running() bool {
 	return s.running
 }
 
+// MaxQueuedPrompts bounds a session's inbox: the prompts waiting for the
+// running turn. A host that sends more is told so (ErrQueueFull) instead
+// of the session holding every prompt it is ever sent.
+const MaxQueuedPrompts = 256
+
 // Prompt queues a user message for the next turn and returns once its
 // agent/inbox/spliced receipt is committed (and so published): a door that
 // answers with the message id after Prompt returns has already sent the
@@ -411,6 +416,10 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 	if s.closed {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
+	}
+	if len(s.inbox) >= MaxQueuedPrompts {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("session %s: %w: %d prompts are already waiting for the running turn", s.id, ErrQueueFull, MaxQueuedPrompts)
 	}
 	start := len(s.inbox)
 	s.inbox = append(s.inbox, t)

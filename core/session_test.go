@@ -142,3 +142,45 @@ func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 		t.Fatalf("first Close %v, second %v: want the same result", err1, err2)
 	}
 }
+
+// TestPromptQueueIsBounded: while a turn runs, prompts queue up to
+// MaxQueuedPrompts; the next is refused with ErrQueueFull (nothing
+// committed for it), and every queued prompt is answered once the turn
+// ends.
+func TestPromptQueueIsBounded(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := newHarness(t, func(ctx context.Context, r *model.Request) (*model.Response, error) {
+		close(entered)
+		<-release
+		return text("first")(ctx, r)
+	}, text("the rest"))
+	s := h.session()
+	first, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("first")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the first prompt's turn has claimed it: the inbox is empty
+	var queued []*Ticket
+	for i := range MaxQueuedPrompts {
+		tk, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(fmt.Sprint("queued ", i))})
+		if err != nil {
+			t.Fatalf("prompt %d of %d: %v", i+1, MaxQueuedPrompts, err)
+		}
+		queued = append(queued, tk)
+	}
+	before := len(s.Events())
+	if _, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("one too many")}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("prompt past the bound: %v, want ErrQueueFull", err)
+	}
+	if n := len(s.Events()); n != before {
+		t.Fatalf("the refused prompt committed %d events", n-before)
+	}
+	close(release)
+	<-first.Done()
+	for _, tk := range queued {
+		<-tk.Done()
+		if tk.Result().Reason.Kind != event.ReasonCompleted {
+			t.Fatalf("a queued prompt ended %+v", tk.Result().Reason)
+		}
+	}
+}
