@@ -234,9 +234,21 @@ func (a analysis) denies(p string) bool {
 		if len(pw) <= len(c) && equalWords(pw, c[:len(pw)]) {
 			return true
 		}
+		// deny bash(git push) also holds for git -C dir push: options
+		// between a command and its subcommand are skipped.
+		if len(pw) > 1 && c[0] == pw[0] {
+			rest := skipOptions(c[1:], valueOptions[pw[0]], "")
+			if len(pw)-1 <= len(rest) && equalWords(pw[1:], rest[:len(pw)-1]) {
+				return true
+			}
+		}
 	}
 	return false
 }
+
+// valueOptions lists, for commands whose global options come before a
+// subcommand, the short options that take a value in the next word.
+var valueOptions = map[string]string{"git": "Cc", "docker": "cHl", "kubectl": "ns", "npm": "C"}
 
 func equalWords(a, b []string) bool {
 	for i := range a {

@@ -96,6 +96,8 @@ func TestDenyHoldsThroughEverySpelling(t *testing.T) {
 		`sudo git push origin main`,
 		`bash -c 'git push'`,
 		`/usr/bin/git push`,
+		`git -C /repo push origin main`,
+		`git --no-pager -c core.x=y push`,
 		`sh -c 'rm victim.txt`, // unbalanced, yet plainly rm
 	} {
 		d := g.Decide(context.Background(), Request{Tool: "bash", Kind: "execute", Command: cmd, Paths: []string{ws}, Workspace: ws})
@@ -147,7 +149,7 @@ func TestUnsureLineMentioningADeniedCommandAsks(t *testing.T) {
 	// Lines that can be analysed, or do not name a denied command, are the
 	// mode's to decide (auto: allowed).
 	for _, cmd := range []string{
-		`echo rm`, `rmdir build`, `make format`, `ls -l | grep rm`, `git status`, `git log --grep push`,
+		`echo rm`, `rmdir build`, `make format`, `ls -l | grep rm`, `git status`, `git log --grep push`, `git -C push log`,
 		`X=ls; $X -l`, `bash build.sh`, `echo "$HOME"`, `sh -c 'ls'`,
 	} {
 		if d := noAsker.Decide(context.Background(), req(cmd)); !d.Allow {
