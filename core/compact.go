@@ -52,11 +52,8 @@ const summaryInstruction = `Stop the task for a moment and write a summary of th
 
 Be complete but brief. Keep names, paths, identifiers and numbers exact.`
 
-// Errors of a manual compaction.
-var (
-	ErrNothingToCompact = errors.New("the session has no conversation to compact yet")
-	ErrBusy             = errors.New("a turn is running in this session; compact it when the turn has ended")
-)
+// ErrNothingToCompact answers a manual compaction of an empty session.
+var ErrNothingToCompact = errors.New("the session has no conversation to compact yet")
 
 // contextLimits are the token bounds of a session's requests.
 type contextLimits struct {
@@ -474,7 +471,7 @@ type Compaction struct {
 // session/compact, dsh sessions compact), focusing the summary on focus if
 // given. It returns once the checkpoint is committed. Cancel (or ctx)
 // cancels it: the error then matches context.Canceled and the history is
-// unchanged. A session running a turn answers ErrBusy.
+// unchanged. A turn running in the session is waited for (bounded by ctx).
 func (s *Session) Compact(ctx context.Context, focus string) (*Compaction, error) {
 	cfg := s.Config()
 	prov, err := s.rt.Provider(cfg.Provider)
@@ -489,23 +486,19 @@ func (s *Session) Compact(ctx context.Context, focus string) (*Compaction, error
 			break
 		}
 	}
-	turn := s.turn
 	s.commitMu.Unlock()
 	if empty {
 		return nil, ErrNothingToCompact
 	}
-	s.mu.Lock()
-	switch {
-	case s.closed:
-		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
-	case s.running:
-		s.mu.Unlock()
-		return nil, ErrBusy
+	if err := s.claimIdle(ctx); err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
-	s.running, s.cancel, s.idle = true, cancel, make(chan struct{})
+	s.cancel = cancel
 	s.mu.Unlock()
+	s.commitMu.Lock()
+	turn := s.turn // read once idle: a turn that was ending has ended
+	s.commitMu.Unlock()
 	s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
 	defer func() {
 		cancel(nil)
@@ -521,4 +514,30 @@ func (s *Session) Compact(ctx context.Context, focus string) (*Compaction, error
 		return nil, err
 	}
 	return cp, nil
+}
+
+// claimIdle waits until no turn runs, then marks the session running for a
+// compaction, with s.mu held on return. A turn that is just ending (its
+// ticket answered, the session not yet idle) is waited for rather than
+// answered busy, so a client's /compact straight after a prompt's answer
+// works; ctx bounds the wait.
+func (s *Session) claimIdle(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return fmt.Errorf("session %s: %w", s.id, ErrClosed)
+		}
+		if !s.running {
+			s.running, s.idle = true, make(chan struct{})
+			return nil
+		}
+		idle := s.idle
+		s.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
