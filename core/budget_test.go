@@ -100,6 +100,16 @@ func TestOversizedResultSpillsAndReadsInReadOnly(t *testing.T) {
 	if other := results["r2"]; other.Error == nil || other.Error.Code != event.ToolPermissionDenied {
 		t.Fatalf("another session's spill file was not refused: %+v", other)
 	}
+	// Spill files go with the session.
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.New(h.root).Remove(s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(spillPath); !os.IsNotExist(err) {
+		t.Fatalf("spill file left after the session was removed: %v", err)
+	}
 }
 
 // TestHugeEditEventIsBounded: editing a 12 MB file commits a tool/result
