@@ -270,3 +270,21 @@ func TestOriginalPermissionModes(t *testing.T) {
 		t.Errorf("unknown mode: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestConfigCommandShowsEveryKey keeps dsh config complete: every key the
+// config file takes has a row.
+func TestConfigCommandShowsEveryKey(t *testing.T) {
+	code, stdout, stderr := invoke(t, "config", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got map[string]map[string]string
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range configKeys() {
+		if _, ok := got[k]; !ok {
+			t.Errorf("dsh config has no row for the config key %q: add it to settingRows", k)
+		}
+	}
+}

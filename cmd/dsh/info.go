@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -136,6 +137,23 @@ func settingRows(s Settings) [][3]string {
 		"reasoningEffort": s.ReasoningEffort, "maxTokens": itoa(s.MaxTokens),
 		"sessionRoot": s.SessionRoot, "permissionMode": s.PermissionMode, "script": s.Script,
 		"stepCap": itoa(s.StepCap), "logLevel": strings.ToLower(s.LogLevel.String()),
+		"contextWindow": strconv.FormatInt(s.ContextWindow, 10), "compactAt": strconv.FormatFloat(s.CompactAt, 'g', -1, 64),
+		"webFetchAllowPrivate": strconv.FormatBool(s.WebFetchAllowPrivate),
+		"mcpServers":           fmt.Sprintf("%d configured", len(s.MCPServers)),
+		"subagents":            "not configured",
+	}
+	if s.ContextWindow == 0 {
+		values["contextWindow"] = "the model's"
+	}
+	if s.CompactAt == 0 {
+		values["compactAt"] = "core default (0.8)"
+	}
+	if len(s.Subagents) > 0 {
+		values["subagents"] = "configured"
+		s.Sources["subagents"] = "config file"
+	}
+	if len(s.MCPServers) > 0 {
+		s.Sources["mcpServers"] = "config file"
 	}
 	if s.APIKey != "" {
 		values["apiKey"] = "set (masked)"
