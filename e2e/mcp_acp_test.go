@@ -32,7 +32,7 @@ var (
 )
 
 // mcptestServer builds the Go SDK test server once per test binary.
-func mcptestServer(t *testing.T) string {
+func mcptestServer(t testing.TB) string {
 	t.Helper()
 	mcptestOnce.Do(func() {
 		// Next to the dsh binary, in the folder TestMain removes.
