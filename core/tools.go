@@ -108,6 +108,9 @@ func (s *Session) findTool(name string) tool.Tool { return s.tools().byName[name
 // name: the runtime's and its MCP servers'.
 func (s *Session) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools().tools...) }
 
+// MCPServers returns the session's usable MCP server configurations.
+func (s *Session) MCPServers() []mcp.ServerConfig { return s.mcp.Configs() }
+
 // MCPStatus returns the state of the session's MCP servers (for /mcp).
 func (s *Session) MCPStatus() []mcp.Status { return s.mcp.Status() }
 

@@ -32,8 +32,10 @@ type acpChild struct {
 	proc   *childProc
 	conn   *acpConn
 	parent *core.Session
-	cwd    string
-	log    *slog.Logger
+	// mcpCaps are the MCP transports the child agent takes besides stdio.
+	mcpCaps acp.McpCapabilities
+	cwd     string
+	log     *slog.Logger
 	// canClose: the agent advertised session/close, so a pooled child
 	// frees each session after its run.
 	canClose bool
@@ -84,6 +86,7 @@ func spawnACP(ctx context.Context, r *Registry, s spawnSpec) (*acpChild, error) 
 		}
 	}
 	c.canClose = resp.AgentCapabilities.SessionCapabilities.Close != nil
+	c.mcpCaps = resp.AgentCapabilities.McpCapabilities
 	return c, nil
 }
 
@@ -97,7 +100,7 @@ func (c *acpChild) fastClose() {
 func (c *acpChild) open(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.reg.initTimeout)
 	defer cancel()
-	resp, err := c.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: c.cwd, McpServers: []acp.McpServer{}})
+	resp, err := c.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: c.cwd, McpServers: childMCPServers(c.parent, c.mcpCaps)})
 	if err != nil {
 		return "", fmt.Errorf("the ACP agent refused session/new: %s", c.describeErr(err))
 	}

@@ -206,6 +206,22 @@ func (s *Set) Tools() ([]tool.Tool, uint64) {
 	return out, s.version
 }
 
+// Configs returns the configurations of the set's usable servers (those
+// not refused as invalid or duplicate), sorted by name: what a subagent
+// child process is given so it reaches the same servers.
+func (s *Set) Configs() []ServerConfig {
+	if s == nil {
+		return nil
+	}
+	var out []ServerConfig
+	for _, sv := range s.servers {
+		if sv.cfg.Validate() == nil {
+			out = append(out, sv.cfg)
+		}
+	}
+	return out
+}
+
 // Status returns every server's status, sorted by name.
 func (s *Set) Status() []Status {
 	if s == nil {
