@@ -10,6 +10,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,7 +140,8 @@ func TestPromptText(t *testing.T) {
 		t.Errorf("available_commands_update went out before the session/new response")
 	}
 	cmds := h.cl.got(ns.SessionId)[0].AvailableCommandsUpdate
-	if cmds == nil || len(cmds.AvailableCommands) != 3 || cmds.AvailableCommands[0].Name != "init" || cmds.AvailableCommands[1].Name != "mcp" || cmds.AvailableCommands[2].Name != "compact" {
+	if cmds == nil || len(cmds.AvailableCommands) != 4 || cmds.AvailableCommands[0].Name != "init" || cmds.AvailableCommands[1].Name != "mcp" ||
+		cmds.AvailableCommands[2].Name != "permissions" || cmds.AvailableCommands[3].Name != "compact" {
 		t.Fatalf("commands = %+v", cmds)
 	}
 	h.cl.reset(ns.SessionId)
@@ -655,7 +657,7 @@ func TestLoadSessionFromAnotherRuntime(t *testing.T) {
 	us := h.cl.got(id)
 	ks := kinds(us)
 	want := []string{"user_message_chunk", "session_info_update", "agent_thought_chunk", "tool_call", "tool_call",
-		"tool_call_update", "plan", "tool_call_update", "tool_call_update", "tool_call_update", "agent_message_chunk", "available_commands_update"}
+		"tool_call_update", "plan", "tool_call_update", "tool_call_update", "tool_call_update", "agent_message_chunk", "usage_update", "available_commands_update"}
 	if strings.Join(ks, ",") != strings.Join(want, ",") {
 		t.Fatalf("replay\n got %v\nwant %v", ks, want)
 	}
@@ -1157,7 +1159,7 @@ func TestReloadLiveSession(t *testing.T) {
 	if _, err := h.conn.LoadSession(h.ctx(), sdk.LoadSessionRequest{SessionId: id, Cwd: h.cwd, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Fatal(err)
 	}
-	if ks := kinds(h.cl.got(id)); strings.Join(ks, ",") != "user_message_chunk,session_info_update,agent_message_chunk,available_commands_update" {
+	if ks := kinds(h.cl.got(id)); strings.Join(ks, ",") != "user_message_chunk,session_info_update,agent_message_chunk,usage_update,available_commands_update" {
 		t.Fatalf("takeover replay %v", ks)
 	}
 	done := make(chan sdk.PromptResponse, 1)
@@ -1186,8 +1188,107 @@ func TestReloadLiveSession(t *testing.T) {
 		t.Fatalf("stop %q", r.StopReason)
 	}
 	ks := kinds(h.cl.got(id))
-	want := "user_message_chunk,session_info_update,agent_message_chunk,user_message_chunk,tool_call,tool_call_update,available_commands_update,tool_call_update"
+	want := "user_message_chunk,session_info_update,agent_message_chunk,user_message_chunk,tool_call,tool_call_update,usage_update,available_commands_update,tool_call_update"
 	if strings.Join(ks, ",") != want {
 		t.Fatalf("re-load mid-turn\n got %v\nwant %v", strings.Join(ks, ","), want)
+	}
+}
+
+// /permissions lists the project's remembered rules, numbered, with where
+// they came from, and removes one by number; dsh answers, not the model.
+func TestPermissionsCommand(t *testing.T) {
+	h := start(t, hopts{script: script(step("text", "the model was asked"))})
+	h.initialize(sdk.ClientCapabilities{})
+	ns := h.newSession()
+	reply := func(text string) string {
+		t.Helper()
+		h.cl.reset(ns.SessionId)
+		if r := h.promptText(ns.SessionId, text); r.StopReason != sdk.StopReasonEndTurn {
+			t.Fatalf("%s: %+v", text, r)
+		}
+		var out strings.Builder
+		for _, u := range h.cl.got(ns.SessionId) {
+			out.WriteString(chunkText(u))
+		}
+		if strings.Contains(out.String(), "the model was asked") {
+			t.Fatalf("%s went to the model", text)
+		}
+		return out.String()
+	}
+	if got := reply("/permissions"); !strings.Contains(got, "No remembered permission rules") {
+		t.Fatalf("empty list: %q", got)
+	}
+	rs := h.rt.Get(string(ns.SessionId)).Rules()
+	for _, r := range []permission.Rule{{Tool: "bash", Pattern: "git status", Allow: true}, {Tool: "bash", Pattern: "rm", Allow: false}} {
+		if err := rs.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := reply("/permissions")
+	for _, want := range []string{"1. allow bash(git status) — from an \"Always allow\" answer", "2. deny  bash(rm) — from an \"Always reject\" answer", rs.Path()} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("list %q lacks %q", got, want)
+		}
+	}
+	if got := reply("/permissions remove 9"); !strings.Contains(got, "There is no rule 9") {
+		t.Fatalf("remove 9: %q", got)
+	}
+	if got := reply("/permissions remove x"); !strings.Contains(got, "not a rule number") {
+		t.Fatalf("remove x: %q", got)
+	}
+	if got := reply("/permissions remove 1"); !strings.Contains(got, "Removed rule 1: allow bash(git status)") || !strings.Contains(got, "1. deny  bash(rm)") {
+		t.Fatalf("remove 1: %q", got)
+	}
+	// Forgotten on disk too: a fresh load of the rules file has the deny only.
+	again, err := permission.LoadRules(rs.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := again.List(); len(l) != 1 || l[0].Pattern != "rm" || l[0].Allow {
+		t.Fatalf("rules on disk: %+v", l)
+	}
+}
+
+// With prices configured, usage_update carries the session's running cost;
+// session/load restores the usage (and the cost) after its replay.
+func TestUsageCostAndRestore(t *testing.T) {
+	root, cwd := t.TempDir(), t.TempDir()
+	prices := map[string]Price{testModel: {Currency: "USD", InputCacheHit: 0.07, InputCacheMiss: 0.27, Output: 1.10}}
+	h := start(t, hopts{root: root, cwd: cwd, prices: prices})
+	h.initialize(sdk.ClientCapabilities{})
+	ns := h.newSession()
+	lastCost := func(us []sdk.SessionUpdate) *sdk.SessionUsageUpdate {
+		var u *sdk.SessionUsageUpdate
+		for _, x := range us {
+			if x.UsageUpdate != nil {
+				u = x.UsageUpdate
+			}
+		}
+		return u
+	}
+	h.promptText(ns.SessionId, "one")
+	first := lastCost(h.cl.got(ns.SessionId))
+	if first == nil || first.Cost == nil || first.Cost.Currency != "USD" || first.Cost.Amount <= 0 {
+		t.Fatalf("usage after one prompt: %+v", first)
+	}
+	h.promptText(ns.SessionId, "two")
+	second := lastCost(h.cl.got(ns.SessionId))
+	if second == nil || second.Cost == nil || second.Cost.Amount <= first.Cost.Amount {
+		t.Fatalf("cost did not grow: %+v then %+v", first.Cost, second.Cost)
+	}
+
+	// Another connection loads it: the usage comes back after the replay.
+	h2 := start(t, hopts{root: root, cwd: cwd, prices: prices})
+	h2.initialize(sdk.ClientCapabilities{})
+	if err := h.rt.Close(context.Background()); err != nil { // release the session's lease
+		t.Fatal(err)
+	}
+	if _, err := h2.conn.LoadSession(h2.ctx(), sdk.LoadSessionRequest{SessionId: ns.SessionId, Cwd: cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	restored := lastCost(h2.cl.got(ns.SessionId))
+	if restored == nil || restored.Used != second.Used || restored.Size != second.Size || restored.Cost == nil ||
+		math.Abs(restored.Cost.Amount-second.Cost.Amount) > 1e-9 {
+		t.Fatalf("restored usage %+v, want %+v", restored, second)
 	}
 }

@@ -85,6 +85,7 @@ type hopts struct {
 	cwd      string // workspace; "" = fresh
 	maxFrame int
 	models   []string
+	prices   map[string]Price
 	// Pacing and the outbox hook (raw harness only).
 	updatesPerSecond float64
 	onOutboxFull     func()
@@ -111,7 +112,7 @@ func start(t *testing.T, o hopts) *harness {
 	clientIn, agentOut := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models})
+		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models, Prices: o.prices})
 		_ = agentOut.Close()
 	}()
 	h.in = &lockedWriter{w: clientOut}

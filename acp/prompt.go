@@ -30,6 +30,10 @@ func availableCommands() sdk.SessionUpdate {
 		Name:        "mcp",
 		Description: "List this session's MCP servers, their state and tool counts",
 	}, {
+		Name:        "permissions",
+		Description: "List the remembered always-allow and always-reject rules of this project; remove one by number",
+		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "remove N (optional)"}},
+	}, {
 		Name:        "compact",
 		Description: "Summarise the conversation so far to free the context window",
 		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what the summary should focus on (optional)"}},
@@ -65,6 +69,19 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 
 	if isMCPCommand(p.Prompt) {
 		msg := sdk.UpdateAgentMessageText(mcpCommand(st.s))
+		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	}
+	if n, ok, err := permissionsCommand(p.Prompt); ok {
+		text := ""
+		if err != nil {
+			text = err.Error()
+		} else {
+			text = permissionsReply(st.s, n)
+		}
+		msg := sdk.UpdateAgentMessageText(text)
 		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}

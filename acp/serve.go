@@ -39,6 +39,9 @@ type Options struct {
 	// alone remains). While the client is held to the pace, a tool call's
 	// queued updates coalesce, so a turn needs fewer frames.
 	UpdatesPerSecond float64
+	// Prices, by model id, turn usage_update into one with the session's
+	// running cost (the config file's "prices" key; see ParsePrices).
+	Prices map[string]Price
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.
 	onOutboxFull func()

@@ -141,6 +141,7 @@ func (st *sessState) attach(a *agent, s *core.Session) {
 	st.s = s
 	st.cwd = s.Cwd()
 	st.proj = newProjector(a, st)
+	st.proj.seedCost(s.Events())
 }
 
 // expectReplay makes live projection wait for a replay (session/load).

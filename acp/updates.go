@@ -34,6 +34,11 @@ type projector struct {
 	// The mode and model configuration last announced, to send
 	// current_mode_update only when the mode changed.
 	mode permission.Mode
+	// The session's running cost when prices are configured, and the
+	// last usage seen by a replay (sent once at its end).
+	cost         float64
+	costCurrency string
+	lastUsage    *sdk.SessionUpdate
 }
 
 type callInfo struct {
@@ -97,6 +102,7 @@ func (p *projector) replay(ctx context.Context) error {
 		}
 		st.replaying = false
 		var notes []func()
+		p.cost, p.costCurrency, p.lastUsage = 0, "", nil // recomputed from the whole history
 		for _, ev := range evs {
 			ups, note := p.project(ev, true)
 			for _, u := range ups {
@@ -108,6 +114,9 @@ func (p *projector) replay(ctx context.Context) error {
 		}
 		st.queued = last
 		p.mode = st.s.Mode()
+		if p.lastUsage != nil {
+			p.a.out.put(st.id, *p.lastUsage)
+		}
 		p.a.out.put(st.id, availableCommands())
 		p.a.out.mark(func() {
 			st.advance(func() {
@@ -151,8 +160,12 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 				ups = append(ups, sdk.UpdateAgentMessageText(b.Text))
 			}
 		}
-		if u, ok := p.usage(am); ok && !replay {
-			ups = append(ups, u)
+		if u, ok := p.usage(am); ok {
+			if replay {
+				p.lastUsage = &u // restored once, after the replay
+			} else {
+				ups = append(ups, u)
+			}
 		}
 		return ups, nil
 
@@ -339,7 +352,11 @@ func (p *projector) usage(am event.AssistantMessage) (sdk.SessionUpdate, bool) {
 	if u.CacheReadTokens != nil {
 		used += *u.CacheReadTokens
 	}
-	return sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{Used: int(used), Size: int(size)}}, true
+	upd := &sdk.SessionUsageUpdate{Used: int(used), Size: int(size)}
+	if c, ok := p.spend(am); ok {
+		upd.Cost = c
+	}
+	return sdk.SessionUpdate{UsageUpdate: upd}, true
 }
 
 // result is the final tool_call_update of a call: its status and its

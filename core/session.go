@@ -615,6 +615,9 @@ func (s *Session) LoadAttachment(a *event.Attachment) ([]byte, error) {
 	return os.ReadFile(filepath.Join(s.lg.Dir(), "attachments", "sha256-"+a.AttachmentID[7:]))
 }
 
+// Rules are the remembered permission rules of the session's project.
+func (s *Session) Rules() *permission.Rules { return s.rt.rulesFor(s.header.Cwd) }
+
 // Decide runs the session's permission gate for a request (the subagent
 // gateway answers a child's permission requests with its parent's gate).
 func (s *Session) Decide(ctx context.Context, req permission.Request) permission.Decision {

@@ -16,20 +16,25 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	rate, err := acpUpdateRate()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return 2
+	}
+	prices, err := acp.ParsePrices(s.Prices)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: config file: %v\n", err)
+		return 2
+	}
 	logger := newLogger(stderr, s.LogLevel)
 	rt, err := buildRuntime(s, "acp", logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)
 		return 1
 	}
-	rate, err := acpUpdateRate()
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
-		return 2
-	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate})
+	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices})
 	if err != nil && ctx.Err() == nil {
 		logger.Error("acp", "err", err)
 	}

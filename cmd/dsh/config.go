@@ -31,6 +31,8 @@ type fileConfig struct {
 	// network addresses.
 	WebFetchAllowPrivate *bool           `json:"webFetchAllowPrivate"`
 	MCPServers           json.RawMessage `json:"mcpServers"`
+	// Prices, per model and million tokens, give ACP usage updates a cost.
+	Prices json.RawMessage `json:"prices"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

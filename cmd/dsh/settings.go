@@ -55,6 +55,9 @@ type Settings struct {
 	// MCPServers are the config file's "mcpServers" (an unusable entry is
 	// kept with Invalid set, and reported when a session starts).
 	MCPServers []mcp.ServerConfig
+	// Prices is the raw "prices" object of the config file (read by the
+	// ACP door).
+	Prices json.RawMessage
 	// Sources says where each setting came from, keyed by its config key:
 	// "flag --model", "environment DSH_MODEL", "config file", "default".
 	Sources map[string]string
@@ -227,6 +230,7 @@ func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
 		return s, err
 	}
 	s.Subagents = fc.Subagents
+	s.Prices = fc.Prices
 	if s.MCPServers, err = mcp.ParseFile(fc.MCPServers); err != nil {
 		return s, fmt.Errorf("config file %s: %w", s.ConfigPath, err)
 	}

@@ -146,6 +146,40 @@ func (rs *Rules) Add(r Rule) error {
 	return nil
 }
 
+// Remove forgets a rule (same tool, pattern and verb) and persists the set
+// like Add. It reports whether the rule was there.
+func (rs *Rules) Remove(r Rule) (bool, error) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.path == "" {
+		return false, nil
+	}
+	unlock, err := lockFile(rs.path + ".lock")
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	current, err := readRules(rs.path)
+	if err != nil {
+		return false, err
+	}
+	kept := make([]Rule, 0, len(current))
+	for _, c := range current {
+		if c != r {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == len(current) {
+		rs.rules = current
+		return false, nil
+	}
+	if err := writeRules(rs.path, kept); err != nil {
+		return false, err
+	}
+	rs.rules = kept
+	return true, nil
+}
+
 func lockFile(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
