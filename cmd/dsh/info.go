@@ -141,6 +141,7 @@ func settingRows(s Settings) [][3]string {
 		"webFetchAllowPrivate": strconv.FormatBool(s.WebFetchAllowPrivate),
 		"mcpServers":           fmt.Sprintf("%d configured", len(s.MCPServers)),
 		"subagents":            "not configured",
+		"prices":               "not configured",
 	}
 	if s.ContextWindow == 0 {
 		values["contextWindow"] = "the model's"
@@ -154,6 +155,10 @@ func settingRows(s Settings) [][3]string {
 	}
 	if len(s.MCPServers) > 0 {
 		s.Sources["mcpServers"] = "config file"
+	}
+	if len(s.Prices) > 0 && string(s.Prices) != "null" {
+		values["prices"] = "configured"
+		s.Sources["prices"] = "config file"
 	}
 	if s.APIKey != "" {
 		values["apiKey"] = "set (masked)"
