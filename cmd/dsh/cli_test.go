@@ -288,3 +288,19 @@ func TestConfigCommandShowsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchFlagOfTheOriginalLaunchers: `dsh --profile sdk --patch /abs`
+// starts (the newer original launchers pass it); a relative or missing
+// path is a usage error.
+func TestPatchFlagOfTheOriginalLaunchers(t *testing.T) {
+	p := writeConfig(t, "{}")
+	if code, _, stderr := invoke(t, "config", "--patch", p); code != 0 {
+		t.Errorf("--patch with an absolute file: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := invoke(t, "config", "--patch", "rel.json"); code != 2 || !strings.Contains(stderr, "absolute path") {
+		t.Errorf("--patch relative: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := invoke(t, "config", "--patch", "/nonexistent/x.json"); code != 2 || !strings.Contains(stderr, "no such file") {
+		t.Errorf("--patch missing: exit %d, %s", code, stderr)
+	}
+}

@@ -58,6 +58,9 @@ type Settings struct {
 	// Prices is the raw "prices" object of the config file (read by the
 	// ACP door).
 	Prices json.RawMessage
+	// Patches are the original launchers' --patch files: checked, then
+	// ignored with a warning (dsh has no patch mechanism).
+	Patches []string
 	// Sources says where each setting came from, keyed by its config key:
 	// "flag --model", "environment DSH_MODEL", "config file", "default".
 	Sources map[string]string
@@ -69,6 +72,7 @@ type settingFlags struct {
 	maxTokens, stepCap                                                            int
 	stepCapSet                                                                    bool // --step-cap given, even as 0
 	contextWindow, compactAt                                                      string
+	patches                                                                       []string
 }
 
 // envDoc lists every environment variable dsh reads, for --help.
@@ -99,6 +103,10 @@ const envDoc = `Environment:
 
 func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	f := &settingFlags{}
+	fs.Func("patch", "accepted for the original's launchers (--patch /abs/file, repeatable) and ignored with a warning", func(v string) error {
+		f.patches = append(f.patches, v)
+		return nil
+	})
 	fs.StringVar(&f.provider, "provider", "", "model provider: deepseek-official | openai-compatible | scripted [$DSH_PROVIDER]")
 	fs.StringVar(&f.model, "model", "", "model id (default deepseek-flash) [$DSH_MODEL]")
 	fs.StringVar(&f.baseURL, "base-url", "", "model endpoint; requests go to {base}/chat/completions [$DEEPSEEK_BASE_URL / $OPENAI_BASE_URL]")
@@ -352,6 +360,15 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 		}
 		s.WebFetchAllowPrivate = b
 	}
+	for _, p := range f.patches {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("--patch %q: want an absolute path, as the original's launchers pass", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("--patch: %w", err)
+		}
+	}
+	s.Patches = f.patches
 	s.LogLevel = slog.LevelWarn
 	lv := r.pick("logLevel", fromFlag("log-level", f.logLevel), fromEnv("DSH_LOG_LEVEL"), fromFile(fc.LogLevel), byDefault("warn"))
 	if err := s.LogLevel.UnmarshalText([]byte(strings.ToUpper(lv))); err != nil {

@@ -91,6 +91,9 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	if err != nil {
 		self = os.Args[0]
 	}
+	for _, p := range s.Patches {
+		logger.Warn("ignoring --patch: dsh has no patch mechanism (accepted so the original's launchers start it unchanged)", "file", p)
+	}
 	rt, err := core.New(core.Config{
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
