@@ -33,6 +33,9 @@ var targets = []target{
 	{bench: "ChunkStream", unit: "fsyncs/step", label: "the same with and without deltas (issue 18)"},
 	{bench: "ChunkStream", unit: "chunk-events/s", label: "reported (issue 18)"},
 	{bench: "DelegationE2E", unit: "ms-cold-dsh-sdk", label: "reported (issue 8)"},
+	{bench: "ContextStep/events=", unit: "µs-cpu/step", label: "flat: 10,000 events within 1.3x of 100 (issue 13)"},
+	{bench: "ContextStep/events=", unit: "req-KB", label: "bounded by the window (issue 13)"},
+	{bench: "ContextCacheHits", unit: "cache-hit-ratio", min: 0.9, label: ">= 0.9 over 300 turns with compactions (issue 13)"},
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)

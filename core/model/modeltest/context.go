@@ -25,7 +25,7 @@ const CompactedPrefix = "[context compacted] "
 const tokensPerBlock = 64
 
 // cacheDepth is how many earlier requests the prefix cache remembers.
-const cacheDepth = 16
+const cacheDepth = 4
 
 // WithContextLimit makes the server refuse, with DeepSeek's 400, every
 // request whose prompt is estimated over tokens (four bytes of text a
