@@ -90,7 +90,10 @@ func (p *projector) live(ev event.Event) {
 func (p *projector) replay(ctx context.Context) error {
 	st := p.st
 	for {
-		evs := st.s.Events()
+		evs, err := st.s.Transcript()
+		if err != nil {
+			return err
+		}
 		last := int64(-1)
 		if n := len(evs); n > 0 {
 			last = evs[n-1].Seq

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/permission"
 )
 
 // Compaction (DESIGN.md §4 "Context"): near the window, the same model
@@ -110,7 +112,7 @@ func (s *Session) ContextTokens() int64 {
 // fitContext runs before each step's model call: it compacts when the
 // history passed the threshold, then drops the oldest items if it still
 // does not fit. A non-nil turnEnd ends the turn (cancelled).
-func (s *Session) fitContext(ctx context.Context, turn int, cfg event.Config, prov model.Provider) (*turnEnd, error) {
+func (s *Session) fitContext(ctx context.Context, turn, step int, cfg event.Config, prov model.Provider) (*turnEnd, error) {
 	lim := s.limits(prov, cfg)
 	s.commitMu.Lock()
 	s.capItems(lim)
@@ -121,7 +123,7 @@ func (s *Session) fitContext(ctx context.Context, turn int, cfg event.Config, pr
 	fresh := n > 0 && s.conv.msgs[n-1].Kind != model.KindSummary
 	s.commitMu.Unlock()
 	if est >= lim.threshold && grown && fresh {
-		_, err := s.compact(ctx, compactJob{trigger: event.CompactAuto, turn: turn, cfg: cfg, prov: prov, lim: lim})
+		_, err := s.compact(ctx, compactJob{trigger: event.CompactAuto, turn: turn, step: step, cfg: cfg, prov: prov, lim: lim})
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
 		}
@@ -158,7 +160,7 @@ func (s *Session) trimTo(turn int, target, window int64, reason string) error {
 // compactJob is one compaction's parameters.
 type compactJob struct {
 	trigger, focus string
-	turn           int
+	turn, step     int
 	cfg            event.Config
 	prov           model.Provider
 	lim            contextLimits
@@ -218,7 +220,7 @@ func (s *Session) compact(ctx context.Context, j compactJob) (*Compaction, error
 	history := keptHistory(&snap, j.lim, summaryPrefix+summary)
 	after := conversation{}
 	after.restore(history)
-	cp := event.CompactionCheckpoint{Trigger: j.trigger, Focus: j.focus, Turn: j.turn, Summary: summary, History: history,
+	cp := event.CompactionCheckpoint{Trigger: j.trigger, Focus: j.focus, Turn: j.turn, Step: j.step, Summary: summary, History: history,
 		ReplacedThroughSeq: through, ReplacedMessages: len(snap.msgs) - (len(history) - 1),
 		TokensBefore: before, TokensAfter: after.size.tokens(fixed), ContextWindow: j.lim.window,
 		Usage: usage, Provider: j.cfg.Provider, Model: j.cfg.Model, State: state}
@@ -379,12 +381,16 @@ func (s *Session) checkpointState() *event.CheckpointState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &event.CheckpointState{Turn: s.turn, Titled: s.titled, PermissionMode: string(s.mode), System: s.header0}
+	for _, t := range s.inbox {
+		st.Unclaimed = append(st.Unclaimed, t.msg)
+	}
 	st.Environment = s.envFacts
 	cfg := s.cfg
 	st.Config = &cfg
 	if s.hdrSeen {
 		h := s.lastHdr
 		st.HeaderConfig = &h
+		st.HeaderTools = append(json.RawMessage(nil), s.hdrTools...)
 	}
 	return st
 }
@@ -430,7 +436,7 @@ func (s *Session) recordContext(cfg event.Config, lim contextLimits) error {
 // the first time it compacts, later it drops the oldest items to half of
 // what remains (or to the window the refusal named). It reports whether
 // the step should retry.
-func (s *Session) recoverOverflow(ctx context.Context, try, turn int, cfg event.Config, prov model.Provider, me *model.Error) (bool, error) {
+func (s *Session) recoverOverflow(ctx context.Context, try, turn, step int, cfg event.Config, prov model.Provider, me *model.Error) (bool, error) {
 	if try >= overflowTries {
 		return false, nil
 	}
@@ -440,7 +446,7 @@ func (s *Session) recoverOverflow(ctx context.Context, try, turn int, cfg event.
 	s.capItems(lim)
 	s.commitMu.Unlock()
 	if try == 0 {
-		_, err := s.compact(ctx, compactJob{trigger: event.CompactOverflow, turn: turn, cfg: cfg, prov: prov, lim: lim})
+		_, err := s.compact(ctx, compactJob{trigger: event.CompactOverflow, turn: turn, step: step, cfg: cfg, prov: prov, lim: lim})
 		if ctx.Err() != nil {
 			return false, nil
 		}
@@ -540,4 +546,68 @@ func (s *Session) claimIdle(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// atCheckpoint folds a checkpoint into the session beyond its history: the
+// first event of a resume from a checkpoint restores the state the events
+// before it had built; a checkpoint committed live lets the events before
+// it go, so memory follows the live context, not the session's age (the
+// log keeps them; Transcript reads them back). Callers hold commitMu.
+func (s *Session) atCheckpoint(ev event.Event, payload any) {
+	if len(s.history) > 1 {
+		s.history = append(make([]event.Event, 0, 256), ev)
+		return
+	}
+	cp, err := payloadOf[event.CompactionCheckpoint](ev, payload)
+	if err != nil || cp.State == nil {
+		return
+	}
+	st := cp.State
+	if st.Turn > s.turn {
+		s.turn = st.Turn
+	}
+	if st.System != "" || st.HeaderConfig != nil {
+		s.header0, s.hdrSeen = st.System, true
+		if st.HeaderConfig != nil {
+			s.lastHdr = *st.HeaderConfig
+		}
+		s.hdrTools = st.HeaderTools
+	}
+	s.mu.Lock()
+	s.titled = s.titled || st.Titled
+	if st.Config != nil {
+		s.cfg = *st.Config
+	}
+	if st.PermissionMode != "" {
+		s.mode = permission.Mode(st.PermissionMode)
+	}
+	s.mu.Unlock()
+}
+
+// NextSeq is the seq the session's next event will have.
+func (s *Session) NextSeq() int64 {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return s.lg.NextSeq()
+}
+
+// Transcript returns every committed event of the session from its first
+// (Events holds those since the last checkpoint): the part before the
+// checkpoint is read back from the log.
+func (s *Session) Transcript() ([]event.Event, error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	tail := append([]event.Event(nil), s.history...)
+	if len(tail) == 0 || tail[0].Seq == 0 {
+		return tail, nil
+	}
+	_, all, err := s.rt.cfg.Store.Read(s.id)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: read the transcript: %w", s.id, err)
+	}
+	first := tail[0].Seq
+	if int64(len(all)) < first {
+		return nil, fmt.Errorf("session %s: the log holds %d events, fewer than the %d before its checkpoint", s.id, len(all), first)
+	}
+	return append(all[:first:first], tail...), nil
 }

@@ -183,7 +183,7 @@ func TestManyTurnsOfLargeResultsFitASmallWindow(t *testing.T) {
 	for _, p := range h.watch.problems() {
 		t.Error(p)
 	}
-	n := countTypes(s.Events())
+	n := countTypes(transcript(t, s))
 	if n[event.TypeCompactionCheckpoint] < turns/10 {
 		t.Errorf("%d checkpoints in %d turns; want compactions to keep the history small", n[event.TypeCompactionCheckpoint], turns)
 	}
@@ -205,6 +205,9 @@ func TestManyTurnsOfLargeResultsFitASmallWindow(t *testing.T) {
 	s2, err := r2.Resume(context.Background(), s.ID(), SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if evs := s2.Events(); evs[0].Type != event.TypeCompactionCheckpoint || len(evs) > 200 {
+		t.Fatalf("resume read %d events from %s; want the tail from the last checkpoint", len(evs), evs[0].Type)
 	}
 	again := s2.conv.build(s2, s2.header0, true)
 	if fmt.Sprint(live) != fmt.Sprint(again) {
@@ -246,7 +249,7 @@ func TestCheckpointKeepsTaskRecentPromptsAndSummary(t *testing.T) {
 	if res := run(t, s, "after"); res.Reason.Kind != event.ReasonCompleted || res.Text != "ok" {
 		t.Fatalf("turn after compaction: %+v", res)
 	}
-	evs := s.Events()
+	evs := transcript(t, s)
 	if countTypes(evs)[event.TypeCompactionStart] != 1 {
 		t.Fatalf("events %v", types(evs))
 	}
@@ -278,9 +281,9 @@ func TestFailedSummaryLeavesTheSessionUsable(t *testing.T) {
 	if fmt.Sprint(s.conv.msgs) != before {
 		t.Fatal("a failed compaction changed the history")
 	}
-	n := countTypes(s.Events())
+	n := countTypes(transcript(t, s))
 	if n[event.TypeCompactionFailed] != 1 || n[event.TypeCompactionCheckpoint] != 0 {
-		t.Fatalf("events %v", types(s.Events()))
+		t.Fatalf("events %v", types(transcript(t, s)))
 	}
 	if res := run(t, s, "second"); res.Reason.Kind != event.ReasonCompleted {
 		t.Fatalf("turn after a failed compaction: %+v", res.Reason)
@@ -351,7 +354,7 @@ func TestOverflowCompactsOnceThenRetries(t *testing.T) {
 	if res.Reason.Kind != event.ReasonCompleted || res.Text != "c" {
 		t.Fatalf("turn after overflow: %+v", res)
 	}
-	n := countTypes(s.Events())
+	n := countTypes(transcript(t, s))
 	if n[event.TypeCompactionCheckpoint] != 1 || n[event.TypeAssistantAttempt] != 1 {
 		t.Fatalf("events %v", n)
 	}
@@ -370,10 +373,10 @@ func TestOverflowWithAWrongWindowSettingRecovers(t *testing.T) {
 	}
 	for i := range 12 {
 		if res := run(t, s, fmt.Sprintf("read %d", i)); res.Reason.Kind != event.ReasonCompleted {
-			t.Fatalf("turn %d: %+v %+v\n%v", i, res.Reason, res.Reason.Error, countTypes(s.Events()))
+			t.Fatalf("turn %d: %+v %+v\n%v", i, res.Reason, res.Reason.Error, countTypes(transcript(t, s)))
 		}
 	}
-	n := countTypes(s.Events())
+	n := countTypes(transcript(t, s))
 	if n[event.TypeCompactionCheckpoint] == 0 {
 		t.Fatalf("no compaction: %v", n)
 	}
@@ -401,7 +404,7 @@ func TestHugeToolResultIsCutToFit(t *testing.T) {
 	for _, p := range h.watch.problems() {
 		t.Error(p)
 	}
-	if n := countTypes(s.Events()); n[event.TypeAssistantAttempt] != 0 {
+	if n := countTypes(transcript(t, s)); n[event.TypeAssistantAttempt] != 0 {
 		t.Fatalf("a request was refused: %v", n)
 	}
 	h.watch.mu.Lock()
@@ -410,4 +413,14 @@ func TestHugeToolResultIsCutToFit(t *testing.T) {
 	if cut == 0 {
 		t.Fatal("no request carried the huge result cut with a note")
 	}
+}
+
+// transcript is every event of the session, from its log.
+func transcript(t *testing.T, s *Session) []event.Event {
+	t.Helper()
+	evs, err := s.Transcript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }

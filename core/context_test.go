@@ -378,7 +378,11 @@ func TestPrefixStableAcrossCompactionAndResume(t *testing.T) {
 		t.Fatalf("after the compaction the request does not end with the summary, then the new prompt: %+v", after[len(after)-2:])
 	}
 	envs := 0
-	for _, ev := range s2.Events() {
+	all, err := s2.Transcript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range all {
 		if ev.Type == event.TypeEnvironment {
 			envs++
 		}

@@ -226,7 +226,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if err != nil {
 		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: errorInfo(err)}}, nil
 	}
-	if end, err := s.fitContext(ctx, turn, cfg, prov); end != nil || err != nil {
+	if end, err := s.fitContext(ctx, turn, step, cfg, prov); end != nil || err != nil {
 		return end, err
 	}
 	req, err := s.request(cfg, prov.Caps(cfg.Model))
@@ -286,7 +286,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			return &turnEnd{abortedReason(ctx)}, nil
 		}
 		if errors.As(err, &me) && me.Class == model.ClassContextWindow {
-			again, rerr := s.recoverOverflow(ctx, overflows, turn, cfg, prov, me)
+			again, rerr := s.recoverOverflow(ctx, overflows, turn, step, cfg, prov, me)
 			overflows++
 			if rerr != nil {
 				return nil, rerr

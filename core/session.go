@@ -197,6 +197,7 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		if d, err := payloadOf[event.CompactionCheckpoint](ev, payload); err == nil && d.State != nil && d.State.Environment != nil {
 			s.envFacts = d.State.Environment
 		}
+		s.atCheckpoint(ev, payload)
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {
 			// cfg, mode and titled are read under mu (absorb runs under
@@ -235,6 +236,13 @@ func (s *Session) emit(typ string, data any) (event.Event, error) {
 func (s *Session) requeueUnclaimed() {
 	var inserted []event.Message
 	delivered := map[string]bool{}
+	if len(s.history) > 0 && s.history[0].Type == event.TypeCompactionCheckpoint {
+		// Resumed from a checkpoint: the prompts receipted before it and
+		// still waiting then are in its state.
+		if cp, err := event.Decode[event.CompactionCheckpoint](s.history[0]); err == nil && cp.State != nil {
+			inserted = append(inserted, cp.State.Unclaimed...)
+		}
+	}
 	for _, ev := range s.history {
 		switch ev.Type {
 		case event.TypeInboxSpliced:

@@ -1,5 +1,7 @@
 package event
 
+import "encoding/json"
+
 // Compaction triggers: why a session compacted.
 const (
 	CompactAuto     = "auto"     // the last request passed compactAt of the window
@@ -28,9 +30,12 @@ type CompactionStart struct {
 // recent user messages, the current turn's unfinished work and the summary
 // (last). Everything before the checkpoint stays in the log for the doors.
 type CompactionCheckpoint struct {
-	Trigger string              `json:"trigger"`
-	Focus   string              `json:"focus,omitempty"`
-	Turn    int                 `json:"turn,omitempty"`
+	Trigger string `json:"trigger"`
+	Focus   string `json:"focus,omitempty"`
+	Turn    int    `json:"turn,omitempty"`
+	// Step is the step of Turn the checkpoint was made in (before its
+	// model call); 0 when it was made between turns.
+	Step    int                 `json:"step,omitempty"`
 	Summary string              `json:"summary"`
 	History []CheckpointMessage `json:"history"`
 	// ReplacedThroughSeq is the seq of the last event the summary covers;
@@ -58,8 +63,9 @@ type CheckpointState struct {
 	PermissionMode string  `json:"permissionMode,omitempty"`
 	// System and HeaderConfig are the last request/header's system prompt
 	// and config, so the prompt stays byte-identical after a resume.
-	System       string  `json:"system,omitempty"`
-	HeaderConfig *Config `json:"headerConfig,omitempty"`
+	System       string          `json:"system,omitempty"`
+	HeaderConfig *Config         `json:"headerConfig,omitempty"`
+	HeaderTools  json.RawMessage `json:"headerTools,omitempty"`
 	// Unclaimed are prompts receipted but not yet delivered.
 	Unclaimed []Message `json:"unclaimed,omitempty"`
 	// Environment is the facts of the last context message, so a resume

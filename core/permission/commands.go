@@ -261,7 +261,7 @@ func equalWords(a, b []string) bool {
 
 // mentions reports whether line names the command of deny pattern p
 // anywhere, as a word of its own once quotes and backslashes are removed
-// (r''m and "r"m spell rm). An unsure line that mentions a denied command
+// (r”m and "r"m spell rm). An unsure line that mentions a denied command
 // may run it.
 func mentions(line, p string) bool {
 	pw := strings.Fields(p)

@@ -316,7 +316,7 @@ func (s *Store) Open(id string) (*Log, []event.Event, error) {
 
 func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, error) {
 	path := filepath.Join(dir, logFile)
-	p, err := parseFile(path, id)
+	p, err := parseFile(path, id, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -326,7 +326,7 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 	}
 	// Work out the closers first: a payload too damaged to close the turn
 	// is corruption, and a refused log must be left exactly as found.
-	closers, err := closeTurn(p.events, id, time.Now().UnixMilli(), path)
+	closers, err := closeTurn(p.events, p.base, id, time.Now().UnixMilli(), path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -339,7 +339,7 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	l := newLog(p.header, dir, f, ls, int64(len(p.events)), noSync)
+	l := newLog(p.header, dir, f, ls, p.base+int64(len(p.events)), noSync)
 	for _, ev := range closers {
 		if err := l.Append(ev); err != nil {
 			l.lease = nil // the caller releases it
@@ -357,7 +357,10 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 	return l, append(p.events, closers...), nil
 }
 
-func parseFile(path, id string) (*parsed, error) {
+// parseFile parses the log at path. With tail, it reads from the last
+// compaction checkpoint on (a resume needs nothing before it), falling back
+// to the whole log when there is none or it cannot be read.
+func parseFile(path, id string, tail bool) (*parsed, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -369,6 +372,19 @@ func parseFile(path, id string) (*parsed, error) {
 	var size int64
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
+	}
+	if tail {
+		if from, err := lastCheckpoint(f, size); err == nil && from > 0 {
+			if _, err := f.Seek(0, io.SeekStart); err == nil {
+				p, err := parseLogFrom(f, path, size, from)
+				if err == nil && len(p.events) > 0 && p.events[0].Type == event.TypeCompactionCheckpoint {
+					return p, nil
+				}
+			}
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("store: read %s: %w", path, err)
+		}
 	}
 	return parseLog(f, path, size)
 }
@@ -439,11 +455,11 @@ func (s *Store) Read(id string) (Header, []event.Event, error) {
 		return Header{}, nil, err
 	}
 	path := filepath.Join(dir, logFile)
-	p, err := parseFile(path, id)
+	p, err := parseFile(path, id, false)
 	if err != nil {
 		return Header{}, nil, err
 	}
-	closers, err := closeTurn(p.events, id, time.Now().UnixMilli(), path)
+	closers, err := closeTurn(p.events, p.base, id, time.Now().UnixMilli(), path)
 	if err != nil {
 		return Header{}, nil, err
 	}

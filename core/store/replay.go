@@ -39,6 +39,9 @@ func corrupt(file string, line int, format string, args ...any) error {
 type parsed struct {
 	header Header
 	events []event.Event
+	// base is the seq of events[0]: 0, or the seq of the checkpoint a
+	// resume started from (parseLogFrom).
+	base int64
 	// good is the byte length of the valid prefix: the header and every
 	// complete record. Anything after it is a torn last line.
 	good int64
@@ -56,6 +59,14 @@ const readBufSize = 256 << 10
 // version is ErrVersion. name only labels errors. sizeHint (file size, or 0)
 // pre-sizes the event slice.
 func parseLog(r io.Reader, name string, sizeHint int64) (*parsed, error) {
+	return parseLogFrom(r, name, sizeHint, 0)
+}
+
+// parseLogFrom is parseLog that, when from is positive, skips to the line
+// that starts at byte from (a compaction checkpoint) and reads the events
+// from there on: the first one sets the base seq, the rest must follow it.
+// The lines before are neither read nor checked.
+func parseLogFrom(r io.Reader, name string, sizeHint, from int64) (*parsed, error) {
 	br := bufio.NewReaderSize(r, readBufSize)
 	var long []byte
 	// next returns the next line including its '\n' (absent on a last line
@@ -101,6 +112,14 @@ func parseLog(r io.Reader, name string, sizeHint int64) (*parsed, error) {
 	}
 	p.good = int64(len(line))
 
+	if from > p.good {
+		if _, err := br.Discard(int(from - p.good)); err != nil {
+			return nil, fmt.Errorf("read session log %s: %w", name, err)
+		}
+		p.good = from
+		p.base = -1
+		sizeHint -= from
+	}
 	if sizeHint > 0 {
 		p.events = make([]event.Event, 0, sizeHint/256+16)
 	}
@@ -116,18 +135,21 @@ func parseLog(r io.Reader, name string, sizeHint int64) (*parsed, error) {
 			p.torn = true // only the last line can lack its newline
 			return p, nil
 		}
-		seq := int64(len(p.events))
+		i := len(p.events)
 		p.events = append(p.events, event.Event{})
-		ev := &p.events[seq]
+		ev := &p.events[i]
 		if err := decodeEvent(line[:len(line)-1], ev); err != nil {
-			p.events = p.events[:seq]
+			p.events = p.events[:i]
 			if atEOF() {
 				p.torn = true
 				return p, nil
 			}
 			return nil, corrupt(name, lineNo, "not a JSON event: %v", err)
 		}
-		if ev.Seq != seq {
+		if p.base < 0 {
+			p.base = ev.Seq
+		}
+		if seq := p.base + int64(i); ev.Seq != seq {
 			return nil, corrupt(name, lineNo, "event seq %d where %d was expected", ev.Seq, seq)
 		}
 		if !event.Known(ev.Type) && !ev.Ignorable {
@@ -185,7 +207,7 @@ const (
 // step/end for an open step, and a turn/end of kind interrupted. Seqs continue from len(events); every event
 // gets time now. Message ids are derived from the session id and seq, so a
 // read-only replay and a later repair name them alike. file labels errors.
-func closeTurn(events []event.Event, sessionID string, now int64, file string) ([]event.Event, error) {
+func closeTurn(events []event.Event, base int64, sessionID string, now int64, file string) ([]event.Event, error) {
 	start := -1
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == event.TypeTurnEnd {
@@ -194,6 +216,14 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 		if events[i].Type == event.TypeTurnStart {
 			start = i
 			break
+		}
+	}
+	// A log read from a checkpoint made inside a step starts in that
+	// step's turn.
+	var inTurn event.CompactionCheckpoint
+	if start < 0 && len(events) > 0 && events[0].Type == event.TypeCompactionCheckpoint {
+		if err := json.Unmarshal(events[0].Data, &inTurn); err == nil && inTurn.Step > 0 {
+			start = 0
 		}
 	}
 	if start < 0 {
@@ -213,6 +243,9 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 		step     event.Step
 		stepOpen bool
 	)
+	if inTurn.Step > 0 {
+		turn, step, stepOpen = inTurn.Turn, event.Step{Turn: inTurn.Turn, Step: inTurn.Step}, true
+	}
 	addCall := func(c call) {
 		if c.id == "" {
 			return
@@ -303,7 +336,7 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 	var out []event.Event
 	add := func(typ string, data any) event.Event {
 		ev := event.New(typ, data)
-		ev.Seq = int64(len(events) + len(out))
+		ev.Seq = base + int64(len(events)+len(out))
 		ev.Time = now
 		out = append(out, ev)
 		return ev
@@ -317,7 +350,7 @@ func closeTurn(events []event.Event, sessionID string, now int64, file string) (
 		if results[c.id] {
 			continue
 		}
-		seq := int64(len(events) + len(out))
+		seq := base + int64(len(events)+len(out))
 		msgID := syntheticID(sessionID, seq)
 		add(event.TypeToolResult, event.ToolResult{
 			Turn: c.turn,

@@ -115,7 +115,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 
 	sub := rt.Subscribe()
 	defer sub.Close()
-	startSeq := int64(len(sess.Events()))
+	startSeq := sess.NextSeq()
 	t, err := sess.Prompt(ctx, []event.ContentBlock{event.Text(o.Task)})
 	if err != nil {
 		return fail(err.Error())
