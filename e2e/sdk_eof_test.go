@@ -64,12 +64,15 @@ func pipeWorld(t *testing.T) (*world, string) {
 func TestSDKPipedInitializeShutdown(t *testing.T) {
 	w, initLine := pipeWorld(t)
 	for i := 0; i < 5; i++ {
-		resp, _, out := sdkPipe(t, w, initLine, pipeShutdown)
+		resp, order, out := sdkPipe(t, w, initLine, pipeShutdown)
 		if _, ok := resp["1"]["result"]; !ok {
 			t.Fatalf("run %d: initialize not answered:\n%s", i, out)
 		}
 		if string(resp["3"]["result"]) != "{}" {
 			t.Fatalf("run %d: shutdown not answered {}:\n%s", i, out)
+		}
+		if strings.Join(order, ",") != "response 1,response 3" {
+			t.Fatalf("run %d: answers in order %q, want the order they were written:\n%s", i, order, out)
 		}
 	}
 }

@@ -96,7 +96,7 @@ type Server struct {
 // shutdown, and what it must wait for to be handled in wire order.
 type readOrder struct {
 	late      bool
-	initDone  <-chan struct{} // prompt: the last initialize read before it
+	initDone  <-chan struct{} // prompt, shutdown: the last initialize read before it
 	prevAdmit <-chan struct{} // prompt: the last prompt for its session read before it
 	own       chan struct{}   // initialize: handled; prompt: admitted
 	sessionID string
@@ -292,6 +292,15 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 		}
 		return s.prompt(ctx, c.Params, o)
 	case protocol.MethodShutdown:
+		// Answered after the initialize read before it, so a pipe that
+		// writes both at once reads the answers in the order it wrote.
+		if o, _ := c.Value.(*readOrder); o != nil && o.initDone != nil {
+			select {
+			case <-o.initDone:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		return protocol.Empty{}, nil
 	case protocol.MethodSessionCancel:
 		if err := afterPrompts(ctx, c); err != nil {
@@ -527,6 +536,7 @@ func (s *Server) onRead(c *dispatch.Call) any {
 	o := &readOrder{late: s.shutdownRead}
 	switch c.Method {
 	case protocol.MethodShutdown:
+		o.initDone = s.lastInit
 		if !s.shutdownRead {
 			s.shutdownRead = true
 			go s.exitAfterShutdown()
