@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model/modeltest"
+	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/sdkrpc/client"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
@@ -51,5 +55,106 @@ func BenchmarkContextCacheHits(b *testing.B) {
 		}
 		b.ReportMetric(loop.ratio(), "cache-hit-ratio")
 		b.ReportMetric(float64(loop.summaries), "compactions")
+	}
+}
+
+// writeCompactedSession writes a session of n events like writeLongSession
+// and ends it with a compaction checkpoint, as a session that compacted
+// recently leaves its log.
+func writeCompactedSession(b *testing.B, w *benchWorld, id string, n int) {
+	b.Helper()
+	writeLongSession(b, w, id, n)
+	lg, evs, err := store.New(w.Root).WithoutSync().Open(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	turn := 0
+	for _, ev := range evs {
+		if ev.Type == event.TypeTurnStart {
+			turn++
+		}
+	}
+	cfg := event.Config{Provider: "scripted", Model: "deepseek-flash"}
+	cp := event.CompactionCheckpoint{Trigger: event.CompactAuto, Turn: turn, Summary: "The user fixes failing tests, one package a turn.",
+		History: []event.CheckpointMessage{
+			{Kind: "task", Role: "user", Content: "Turn 1: look at the build output and fix the failing test in pkg/1."},
+			{Kind: "summary", Role: "user", Content: modeltest.CompactedPrefix + "The user fixes failing tests, one package a turn."}},
+		ReplacedThroughSeq: lg.NextSeq() - 1, ReplacedMessages: turn * 4, ContextWindow: 1_000_000,
+		State: &event.CheckpointState{Turn: turn, Titled: true, Config: &cfg}}
+	ev := event.New(event.TypeCompactionCheckpoint, cp)
+	ev.Seq = lg.NextSeq()
+	if err := lg.Append(ev); err != nil {
+		b.Fatal(err)
+	}
+	if err := lg.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkContextWake100k measures a wake of a 100,000-event session whose
+// log ends with a checkpoint: `dsh run --json --session-id` from process
+// start to its first line, the session line (goal: 50 ms or less).
+func BenchmarkContextWake100k(b *testing.B) {
+	w := newBenchWorld(b, `{"steps":[{"text":"ok"}],"repeat":"last"}`)
+	const id = "session-bench-wake-100k"
+	writeCompactedSession(b, w, id, 100_000)
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := w.command("run", "--json", "--session-id", id, "one more thing")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		br := bufio.NewReader(out)
+		line, err := br.ReadString('\n')
+		d := time.Since(start)
+		b.StopTimer()
+		_, _ = io.Copy(io.Discard, br)
+		werr := cmd.Wait()
+		if err != nil || !strings.HasPrefix(line, `{"type":"session",`) || werr != nil {
+			b.Fatalf("first line %q (%v), exit %v, stderr %s", line, err, werr, errb.String())
+		}
+		ds = append(ds, d)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportDurations(b, ds)
+}
+
+// BenchmarkContextMemory100k reports the resident memory of one `dsh sdk`
+// that resumed a 100,000-event session (its log ends with a checkpoint)
+// and ran a turn in it (goal: 30 MiB or less).
+func BenchmarkContextMemory100k(b *testing.B) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("needs /proc")
+	}
+	for i := 0; i < b.N; i++ {
+		w := newBenchWorld(b, `{"steps":[{"text":"ok"}],"repeat":"last"}`)
+		const id = "session-bench-mem-100k"
+		writeCompactedSession(b, w, id, 100_000)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		c, _, err := client.Start(ctx, client.Config{Command: []string{dshBin, "sdk"}, Env: w.Env, Dir: w.Cwd},
+			protocol.InitializeParams{Cwd: w.Cwd, Provider: "scripted"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := c.Session(id).Run(ctx, "one more thing")
+		if err != nil || res.FinishReason != event.ReasonCompleted {
+			b.Fatalf("turn: %v %v", err, res.FinishReason)
+		}
+		pid := c.Pid()
+		rss, _ := procStatusKB(pid, "VmRSS")
+		hwm, _ := procStatusKB(pid, "VmHWM")
+		_ = c.Close(ctx)
+		cancel()
+		b.ReportMetric(float64(rss)/1024, "MiB-rss")
+		b.ReportMetric(float64(hwm)/1024, "MiB-peak")
 	}
 }

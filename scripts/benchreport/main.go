@@ -36,6 +36,8 @@ var targets = []target{
 	{bench: "ContextStep/events=", unit: "µs-cpu/step", label: "flat: 10,000 events within 1.3x of 100 (issue 13)"},
 	{bench: "ContextStep/events=", unit: "req-KB", label: "bounded by the window (issue 13)"},
 	{bench: "ContextCacheHits", unit: "cache-hit-ratio", min: 0.9, label: ">= 0.9 over 300 turns with compactions (issue 13)"},
+	{bench: "ContextWake100k", unit: "p50-ms", max: 50, label: "<= 50 ms to the session line, checkpoint near the end (issue 13)"},
+	{bench: "ContextMemory100k", unit: "MiB-peak", max: 30, label: "<= 30 MiB for one dsh sdk holding a 100k-event session (issue 13)"},
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
