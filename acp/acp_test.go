@@ -77,7 +77,7 @@ func TestInitialize(t *testing.T) {
 			t.Errorf("capabilities = %+v", c)
 		}
 		sc := c.SessionCapabilities
-		if sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Fork != nil || sc.AdditionalDirectories != nil {
+		if sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Delete == nil || sc.Fork != nil || sc.AdditionalDirectories == nil {
 			t.Errorf("session capabilities = %+v", sc)
 		}
 		if !c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.McpCapabilities.Acp {
@@ -1290,5 +1290,50 @@ func TestUsageCostAndRestore(t *testing.T) {
 	if restored == nil || restored.Used != second.Used || restored.Size != second.Size || restored.Cost == nil ||
 		math.Abs(restored.Cost.Amount-second.Cost.Amount) > 1e-9 {
 		t.Fatalf("restored usage %+v, want %+v", restored, second)
+	}
+}
+
+// additionalDirectories are workspace roots: in auto mode a write under one
+// needs no question, the same write in a session without it is asked
+// about; a directory that does not exist is refused.
+func TestAdditionalDirectories(t *testing.T) {
+	extra := t.TempDir()
+	if r, err := filepath.EvalSymlinks(extra); err == nil {
+		extra = r
+	}
+	target := filepath.Join(extra, "x.txt")
+	h := start(t, hopts{mode: permission.ModeAuto, script: script(
+		step("toolCalls", calls(call("write", map[string]any{"file_path": target, "content": "x\n"}))), step("text", "ok"))})
+	init := h.initialize(sdk.ClientCapabilities{})
+	if init.AgentCapabilities.SessionCapabilities.AdditionalDirectories == nil {
+		t.Fatal("additionalDirectories not advertised")
+	}
+	_, err := h.conn.NewSession(h.ctx(), sdk.NewSessionRequest{Cwd: h.cwd, McpServers: []sdk.McpServer{}, AdditionalDirectories: []string{filepath.Join(extra, "nope")}})
+	wantCode(t, err, -32602, "additionalDirectories[0]")
+
+	h.cl.mu.Lock()
+	h.cl.answer = func(sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+		return sdk.NewRequestPermissionOutcomeSelected("reject_once")
+	}
+	h.cl.mu.Unlock()
+	plain := h.newSession()
+	h.promptText(plain.SessionId, "write outside")
+	h.cl.mu.Lock()
+	asked := len(h.cl.asked)
+	h.cl.mu.Unlock()
+	if _, err := os.Stat(target); asked != 1 || err == nil {
+		t.Fatalf("without the root: %d questions, file written: %v", asked, err == nil)
+	}
+
+	ns, err := h.conn.NewSession(h.ctx(), sdk.NewSessionRequest{Cwd: h.cwd, McpServers: []sdk.McpServer{}, AdditionalDirectories: []string{extra}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.promptText(ns.SessionId, "write in the extra root")
+	h.cl.mu.Lock()
+	asked = len(h.cl.asked)
+	h.cl.mu.Unlock()
+	if b, err := os.ReadFile(target); asked != 1 || err != nil || string(b) != "x\n" {
+		t.Fatalf("with the root: %d questions in all, file %q %v", asked, b, err)
 	}
 }

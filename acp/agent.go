@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -74,6 +75,8 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 				Resume: &sdk.SessionResumeCapabilities{},
 				Close:  &sdk.SessionCloseCapabilities{},
 				Delete: &sdk.SessionDeleteCapabilities{},
+				// Extra roots the permission gate treats as workspace.
+				AdditionalDirectories: &sdk.SessionAdditionalDirectoriesCapabilities{},
 			},
 			Auth: sdk.AgentAuthCapabilities{Logout: &sdk.LogoutCapabilities{}},
 		},
@@ -111,12 +114,25 @@ func checkCwd(cwd string) (string, error) {
 	return cwd, nil
 }
 
-// ignoredExtras logs what a session request carries that dsh does not use.
-// (MCP servers are used: acp/mcp.go.)
-func (a *agent) ignoredExtras(method string, _ []sdk.McpServer, dirs []string) {
-	if len(dirs) > 0 {
-		a.log.Info("acp: ignoring additionalDirectories (not advertised)", "method", method, "count", len(dirs))
+// checkDirs validates additionalDirectories: absolute paths of existing
+// directories (cleaned, each once). They become workspace roots of the
+// session: the permission gate treats paths under them as inside.
+func checkDirs(dirs []string) ([]string, error) {
+	var out []string
+	for i, d := range dirs {
+		c, err := checkCwd(d)
+		if err != nil {
+			var re *sdk.RequestError
+			if errors.As(err, &re) {
+				return nil, rpcError(codeInvalidParams, "additionalDirectories[%d]: %s", i, strings.TrimPrefix(re.Message, "cwd "))
+			}
+			return nil, err
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
 	}
+	return out, nil
 }
 
 // sessionOptions are the door-supplied parts of a session: the asker, and
@@ -145,9 +161,14 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if err != nil {
 		return sdk.NewSessionResponse{}, nil, err
 	}
-	a.ignoredExtras("session/new", p.McpServers, p.AdditionalDirectories)
+	dirs, err := checkDirs(p.AdditionalDirectories)
+	if err != nil {
+		return sdk.NewSessionResponse{}, nil, err
+	}
 	st := newSessState(a, core.NewSessionID(), cwd)
-	s, err := a.rt.Create(ctx, withMCP(a.sessionOptions(st), p.McpServers))
+	opts := withMCP(a.sessionOptions(st), p.McpServers)
+	opts.AdditionalDirs = dirs
+	s, err := a.rt.Create(ctx, opts)
 	if err != nil {
 		return sdk.NewSessionResponse{}, nil, coreError(err)
 	}
@@ -240,11 +261,15 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	a.ignoredExtras("session/load", p.McpServers, p.AdditionalDirectories)
+	dirs, err := checkDirs(p.AdditionalDirectories)
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
 	st, err := a.open(ctx, p.SessionId, cwd, true, p.McpServers)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
+	st.s.SetAdditionalDirs(dirs)
 	if err := st.proj.replay(ctx); err != nil {
 		if ctx.Err() != nil {
 			return sdk.LoadSessionResponse{}, ctx.Err() // -32800
@@ -264,11 +289,15 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	a.ignoredExtras("session/resume", p.McpServers, p.AdditionalDirectories)
+	dirs, err := checkDirs(p.AdditionalDirectories)
+	if err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
 	st, err := a.open(ctx, p.SessionId, cwd, false, p.McpServers)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
+	st.s.SetAdditionalDirs(dirs)
 	cmds := availableCommands()
 	_ = a.pump.enqueueWait(ctx, item{st: st, update: &cmds})
 	return sdk.ResumeSessionResponse{Modes: modeState(st.s.Mode()), ConfigOptions: a.configOptions(st.s.Config(), st.s.Mode())}, nil

@@ -229,6 +229,10 @@ type SessionOptions struct {
 	// MCPServers are the door's MCP servers for this session (ACP
 	// mcpServers), added to the runtime's; one of the same name wins.
 	MCPServers []mcp.ServerConfig
+	// AdditionalDirs are more workspace roots (absolute; ACP
+	// additionalDirectories): the permission gate treats paths under them
+	// as inside the workspace.
+	AdditionalDirs []string
 }
 
 // NewSessionID mints a fresh session id.

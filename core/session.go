@@ -53,6 +53,7 @@ type Session struct {
 	files   tool.FileSystem
 	exec    tool.Executor
 	onDelta func(model.Delta)
+	dirs    []string // more workspace roots (SessionOptions.AdditionalDirs)
 	inbox   []*Ticket
 	running bool
 	cancel  context.CancelCauseFunc // of the running turn
@@ -116,6 +117,7 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed,
 		reads: tool.NewReadTracker(), spill: tool.NewSpill(lg.Dir()), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
+		dirs: append([]string(nil), opts.AdditionalDirs...),
 	}
 	close(s.idle)
 	s.jobs = tool.NewJobs(s.spill, r.cfg.Exec)
@@ -623,6 +625,21 @@ func (s *Session) LoadAttachment(a *event.Attachment) ([]byte, error) {
 	return os.ReadFile(filepath.Join(s.lg.Dir(), "attachments", "sha256-"+a.AttachmentID[7:]))
 }
 
+// AdditionalDirs are the session's workspace roots besides its cwd.
+func (s *Session) AdditionalDirs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.dirs...)
+}
+
+// SetAdditionalDirs replaces them (a door that opens a live session again
+// passes its client's list).
+func (s *Session) SetAdditionalDirs(dirs []string) {
+	s.mu.Lock()
+	s.dirs = append([]string(nil), dirs...)
+	s.mu.Unlock()
+}
+
 // Rules are the remembered permission rules of the session's project.
 func (s *Session) Rules() *permission.Rules { return s.rt.rulesFor(s.header.Cwd) }
 
@@ -634,6 +651,7 @@ func (s *Session) Decide(ctx context.Context, req permission.Request) permission
 	s.mu.Unlock()
 	if req.Workspace == "" {
 		req.Workspace = s.header.Cwd
+		req.Roots = s.AdditionalDirs()
 	}
 	req.SessionID = s.id
 	return g.Decide(ctx, req)

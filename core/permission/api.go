@@ -41,8 +41,11 @@ type Request struct {
 	Write     bool
 	Command   string // bash
 	Title     string
-	Workspace string          // the session's cwd
-	RawInput  json.RawMessage // the call's arguments
+	Workspace string // the session's cwd
+	// Roots are more workspace roots (an ACP client's
+	// additionalDirectories): paths under them are inside too.
+	Roots    []string
+	RawInput json.RawMessage // the call's arguments
 }
 
 // Asker asks someone. ErrNoAsker (or a nil Asker) means nobody can be asked.

@@ -204,15 +204,27 @@ func (g *Gate) remember(req Request, allow bool) string {
 	return strings.Join(names, "; ")
 }
 
-// outsidePath returns the first path of req outside its workspace, or "".
-// With no workspace every path is outside.
+// outsidePath returns the first path of req outside its workspace and its
+// other roots, or "". With no workspace every path is outside.
 func outsidePath(req Request) string {
 	for _, p := range req.Paths {
-		if req.Workspace == "" || !tool.Inside(req.Workspace, p) {
+		if req.Workspace == "" || !insideAny(req, p) {
 			return p
 		}
 	}
 	return ""
+}
+
+func insideAny(req Request, p string) bool {
+	if tool.Inside(req.Workspace, p) {
+		return true
+	}
+	for _, r := range req.Roots {
+		if r != "" && tool.Inside(r, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // action words what a call does, for reasons: "writing /w/a.go",
