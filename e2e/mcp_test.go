@@ -15,7 +15,7 @@ func TestHeadlessMCPFromTheConfigFile(t *testing.T) {
 	t.Parallel()
 	bin := mcptestServer(t)
 	srv := modeltest.New(t)
-	w := newWorld(t, srv.Env()...)
+	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
 	cfg := filepath.Join(w.Home, "config.json")
 	writeFile(t, cfg, `{"mcpServers": {"t": {"command": "`+bin+`"}, "gone": {"command": "dsh-no-such-server"}}}`)
 	srv.Enqueue(modeltest.ToolCallsReply("", modeltest.Call{ID: "c1", Name: "mcp__t__echo", Args: `{"text":"hi"}`}),

@@ -158,8 +158,8 @@ func (s *server) startError(step string, ctx context.Context, err error) string 
 		case <-p.exited:
 			msg += "; " + p.exitText()
 		default:
-			if t := strings.TrimSpace(p.stderr.String()); t != "" {
-				msg += "; its stderr ends with: " + short(lastLines(t, 5), 600)
+			if t := p.stderrTail(); t != "" {
+				msg += "; its stderr ends with: " + t
 			}
 		}
 	}

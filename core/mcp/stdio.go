@@ -6,36 +6,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-dev/dsh/core/proc"
 	"github.com/dsh-dev/dsh/core/tool"
 )
 
-// Grace periods of a stdio server's stop: stdin is closed first (the MCP
-// way to ask a server to exit), then the process group gets SIGTERM, then
-// SIGKILL. Together they keep a session's close under about 2 s.
-const (
-	stdinGrace = 1 * time.Second
-	termGrace  = 800 * time.Millisecond
-)
+// stopLadder is how a stdio server is stopped (core/proc): stdin closed
+// (the MCP way to ask a server to exit), then SIGTERM to its process
+// group, then SIGKILL; together under about 2 s before the kill.
+var stopLadder = proc.Ladder{EOF: time.Second, Term: 800 * time.Millisecond, Kill: 2 * time.Second}
 
-// stdioProc is one stdio server's process: its own process group, its
-// stdin and stdout as plain pipes, stderr kept in a small ring for
-// diagnostics.
+// stdioProc is one stdio server's process, started by core/proc: its own
+// process group, the parent-death signal, stdin and stdout as plain pipes,
+// a tail of its stderr for diagnostics, one goroutine reaping it.
 type stdioProc struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *ring
-	exited chan struct{} // closed once Wait has returned
-	err    error         // Wait's error, valid after exited
-	stop   sync.Once
+	p      *proc.Process
+	exited <-chan struct{} // closed once reaped
 }
 
 // serverEnv is the environment of a stdio server: ours without credentials
@@ -97,125 +88,48 @@ func startStdio(c ServerConfig, cwd string, noise func(string)) (*stdioProc, sdk
 	if err != nil {
 		return nil, nil, err
 	}
-	inR, inW, err := os.Pipe()
+	p, err := proc.Start(proc.Config{Argv: append([]string{path}, c.Args...), Env: env, Dir: cwd, Pipes: true,
+		TailLines: 20, Name: "mcp server " + c.Name})
 	if err != nil {
-		return nil, nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, nil, err
-	}
-	p := &stdioProc{stdin: inW, stdout: outR, stderr: newRing(8 << 10), exited: make(chan struct{})}
-	cmd := exec.Command(path, c.Args...)
-	cmd.Args[0] = c.Command
-	cmd.Dir = cwd
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = time.Second // stderr copying must not outlive the process for long
-	if err := cmd.Start(); err != nil {
-		for _, f := range []*os.File{inR, inW, outR, outW} {
-			f.Close()
-		}
 		return nil, nil, fmt.Errorf("starting %s: %w", c.Command, err)
 	}
-	inR.Close()
-	outW.Close()
-	p.cmd = cmd
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
 	pr, pw := io.Pipe()
 	go func() {
-		filterFrames(outR, pw, maxFrame, noise)
-		outR.Close()
+		filterFrames(p.Stdout(), pw, maxFrame, noise)
+		p.Stdout().Close()
 	}()
-	return p, &sdk.IOTransport{Reader: pr, Writer: inW, MaxLineLength: maxFrame + 64}, nil
+	sp := &stdioProc{p: p, exited: p.Done()}
+	return sp, &sdk.IOTransport{Reader: pr, Writer: nopCloser{p.Stdin()}, MaxLineLength: maxFrame + 64}, nil
 }
+
+// nopCloser leaves closing stdin to the process's stop ladder.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // exitText says how the process ended, with the end of its stderr.
 func (p *stdioProc) exitText() string {
 	s := "the process exited"
-	if p.err != nil {
-		s = "the process ended: " + p.err.Error()
+	if err := p.p.WaitErr(); err != nil {
+		s = "the process ended: " + err.Error()
 	}
-	if t := strings.TrimSpace(p.stderr.String()); t != "" {
-		s += "; its stderr ends with: " + short(lastLines(t, 5), 600)
+	if t := p.stderrTail(); t != "" {
+		s += "; its stderr ends with: " + t
 	}
 	return s
 }
 
-// kill stops the process group: stdin closed, a grace period, SIGTERM, a
-// grace period, SIGKILL; and, once the leader is gone, SIGKILL again for
-// whatever it left in its group. It returns when the leader is reaped or
-// ctx ends.
-func (p *stdioProc) kill(ctx context.Context) error {
-	var err error
-	p.stop.Do(func() {
-		_ = p.stdin.Close()
-		pid := p.cmd.Process.Pid
-		wait := func(d time.Duration) bool {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-p.exited:
-				return true
-			case <-t.C:
-				return false
-			case <-ctx.Done():
-				return false
-			}
-		}
-		if !wait(stdinGrace) {
-			killGroup(pid, false)
-			if !wait(termGrace) {
-				killGroup(pid, true)
-				select {
-				case <-p.exited:
-				case <-ctx.Done():
-					err = fmt.Errorf("the server process %d did not exit: %w", pid, ctx.Err())
-				}
-			}
-		}
-		killGroup(pid, true) // grandchildren left in the group
-	})
-	return err
-}
-
-// ring keeps the last n bytes written to it.
-type ring struct {
-	mu  sync.Mutex
-	n   int
-	buf []byte
-}
-
-func newRing(n int) *ring { return &ring{n: n} }
-
-func (r *ring) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, b...)
-	if len(r.buf) > r.n {
-		r.buf = append(r.buf[:0], r.buf[len(r.buf)-r.n:]...)
+func (p *stdioProc) stderrTail() string {
+	lines := p.p.StderrTail()
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
 	}
-	return len(b), nil
+	return short(strings.TrimSpace(strings.Join(lines, " | ")), 600)
 }
 
-func (r *ring) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.ToValidUTF8(string(r.buf), "")
-}
+// kill stops the process group with the ladder and returns once the
+// server is reaped (or ctx ends).
+func (p *stdioProc) kill(ctx context.Context) error { return p.p.Stop(ctx, stopLadder) }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
-}
 
 var errNotRunning = errors.New("the MCP server is not running")
