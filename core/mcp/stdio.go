@@ -131,5 +131,4 @@ func (p *stdioProc) stderrTail() string {
 // server is reaped (or ctx ends).
 func (p *stdioProc) kill(ctx context.Context) error { return p.p.Stop(ctx, stopLadder) }
 
-
 var errNotRunning = errors.New("the MCP server is not running")
