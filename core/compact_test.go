@@ -424,3 +424,102 @@ func transcript(t *testing.T, s *Session) []event.Event {
 	}
 	return evs
 }
+
+// TestTornCheckpointOpensWithTheOldHistory: a crash while the checkpoint
+// line was being written leaves a torn last line; the session opens with
+// the history from before the compaction, whole, and compacts again later.
+func TestTornCheckpointOpensWithTheOldHistory(t *testing.T) {
+	h := newScriptedHarness(t, `{"repeat": "last", "steps": [{"text": "ok"}], "summary": {"text": "the summary"}}`, 0, nil)
+	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		run(t, s, fmt.Sprintf("prompt %d", i))
+	}
+	before := fmt.Sprint(s.conv.build(s, s.header0, true))
+	if _, err := s.Compact(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.Dir(), "session.jsonl")
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.LastIndex(strings.TrimSuffix(string(data), "\n"), "\n")
+	if !strings.Contains(string(data[last:]), `"type":"compaction/checkpoint"`) {
+		t.Fatal("the checkpoint is not the last line")
+	}
+	// Cut the checkpoint line in the middle, as a crash inside its write would.
+	if err := os.WriteFile(path, data[:last+1+(len(data)-last)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := h.open().Resume(context.Background(), s.ID(), SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s2.conv.build(s2, s2.header0, true)); got != before {
+		t.Fatal("the session did not open with its history from before the compaction")
+	}
+	if _, err := os.Stat(path + ".broken"); err != nil {
+		t.Fatalf("no copy of the torn log: %v", err)
+	}
+	if _, err := s2.Compact(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, s2, "after"); res.Reason.Kind != event.ReasonCompleted {
+		t.Fatalf("turn after the repair: %+v", res.Reason)
+	}
+}
+
+// TestResumeFromAMidTurnCheckpointClosesTheTurn: a process that died after
+// an automatic compaction inside a turn leaves a log whose tail starts at
+// the checkpoint; the repair closes that turn (its step too) and the next
+// turn is numbered after it.
+func TestResumeFromAMidTurnCheckpointClosesTheTurn(t *testing.T) {
+	h := newScriptedHarness(t, `{"repeat": "last", "steps": [{"text": "ok"}]}`, 0, nil)
+	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "first")
+	id := s.ID()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Append what a killed turn 2 leaves: its start, then a checkpoint made
+	// in step 1.
+	lg, _, err := store.New(h.root).Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(typ string, data any) {
+		ev := event.New(typ, data)
+		ev.Seq = lg.NextSeq()
+		if err := lg.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(event.TypeTurnStart, event.TurnStart{Turn: 2})
+	add(event.TypeStepStart, event.Step{Turn: 2, Step: 1})
+	add(event.TypeCompactionCheckpoint, event.CompactionCheckpoint{Trigger: event.CompactAuto, Turn: 2, Step: 1,
+		History: []event.CheckpointMessage{{Kind: model.KindSummary, Role: "user", Content: CompactedPrefix + "so far"}},
+		State:   &event.CheckpointState{Turn: 2, Titled: true}})
+	if err := lg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := h.open().Resume(context.Background(), id, SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := types(s2.Events())
+	if got := strings.Join(tail, ","); got != "compaction/checkpoint,step/end,turn/end" {
+		t.Fatalf("resumed tail %s", got)
+	}
+	if res := run(t, s2, "second"); res.Turn != 3 || res.Reason.Kind != event.ReasonCompleted {
+		t.Fatalf("next turn %+v", res)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -234,4 +236,61 @@ func TestContextManualCompaction(t *testing.T) {
 		t.Fatalf("violations: %v", v[0])
 	}
 	pxClose(t, c)
+}
+
+// TestContextKillDuringSummaryCall: dsh is SIGKILLed while a compaction's
+// summary call is in flight, in the middle of a turn. The log opens with
+// the old history (a compaction/start and no checkpoint, the turn closed
+// interrupted), and the next wake compacts and completes.
+func TestContextKillDuringSummaryCall(t *testing.T) {
+	t.Parallel()
+	loop := &readLoop{}
+	srv := modeltest.New(t, modeltest.WithResponder(loop.respond))
+	w := newWorld(t, srv.Env()...)
+	writeBig(t, w.Cwd, 8<<10)
+	evs, r := runJSON(t, w, nil, "run", "--json", "read big.txt")
+	wantExit(t, r, 0)
+	id := checkRunStream(t, w, evs)
+	for i := range 2 {
+		wantExit(t, w.run(nil, "run", "--session-id", id, fmt.Sprintf("again %d", i)), 0)
+	}
+
+	arrived := make(chan struct{})
+	var once sync.Once
+	srv.Handle(func(req *modeltest.Request) modeltest.Reply {
+		if modeltest.IsCompaction(req) {
+			once.Do(func() { close(arrived) })
+			return modeltest.NewStream().Role().Stall().Reply()
+		}
+		return loop.respond(req)
+	})
+	cmd, stdin, stdout, errb := w.start("run", "--json", "--context-window", "10000", "--session-id", id, "go on")
+	stdin.Close()
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no summary call; stderr %s", errb.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	n := logTypes(t, w, id)
+	if n[event.TypeCompactionStart] != 1 || n[event.TypeCompactionCheckpoint] != 0 {
+		t.Fatalf("log after the kill: %v", n)
+	}
+	srv.Handle(loop.respond)
+	r = w.run(nil, "run", "--context-window", "10000", "--session-id", id, "and now?")
+	wantExit(t, r, 0)
+	if strings.TrimSpace(r.Stdout) != "done reading" {
+		t.Fatalf("wake after the kill answered %q", r.Stdout)
+	}
+	if n := logTypes(t, w, id); n[event.TypeCompactionCheckpoint] == 0 {
+		t.Fatalf("the wake did not compact: %v", n)
+	}
+	if v := srv.Violations(); len(v) != 0 {
+		t.Fatalf("violations: %v", v[0])
+	}
 }
