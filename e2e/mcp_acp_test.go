@@ -307,20 +307,9 @@ func TestMCPEverythingOverACPStreamableHTTP(t *testing.T) {
 func TestMCPEverythingHeadlessConfig(t *testing.T) {
 	t.Parallel()
 	js := needEverything(t)
-	srv := modeltest.New(t)
-	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
-	cfg := filepath.Join(w.Home, "config.json")
-	writeFile(t, cfg, mustJSON(t, map[string]any{"mcpServers": map[string]any{
-		"everything": map[string]any{"command": "node", "args": []any{js}}}}))
-	srv.Enqueue(modeltest.ToolCallsReply("", modeltest.Call{ID: "c1", Name: "mcp__everything__echo", Args: `{"message":"hi"}`}),
-		modeltest.TextReply("done"))
-	r := w.run(nil, "run", "--config", cfg, "--permission-mode", "auto", "echo hi")
-	wantExit(t, r, 0)
-	reqs := srv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d model requests\nstderr:\n%s", len(reqs), r.Stderr)
-	}
-	if msg, _ := toolMessage(reqs[1], "c1"); msg != "Echo: hi" {
-		t.Errorf("the model saw %q\nstderr:\n%s", msg, r.Stderr)
+	seen, stderr := runHeadlessMCP(t, map[string]any{"everything": map[string]any{"command": "node", "args": []any{js}}},
+		modeltest.Call{ID: "c1", Name: "mcp__everything__echo", Args: `{"message":"hi"}`})
+	if seen != "Echo: hi" {
+		t.Errorf("the model saw %q\nstderr:\n%s", seen, stderr)
 	}
 }
