@@ -1337,3 +1337,40 @@ func TestAdditionalDirectories(t *testing.T) {
 		t.Fatalf("with the root: %d questions in all, file %q %v", asked, b, err)
 	}
 }
+
+// session/fork makes a session whose history is the source's so far; both
+// go on independently.
+func TestForkSession(t *testing.T) {
+	h := start(t, hopts{script: script(step("text", "answer"))})
+	init := h.initialize(sdk.ClientCapabilities{})
+	if init.AgentCapabilities.SessionCapabilities.Fork == nil {
+		t.Fatal("fork not advertised")
+	}
+	src := h.newSession()
+	h.promptText(src.SessionId, "before the fork")
+	fork, err := h.conn.UnstableForkSession(h.ctx(), sdk.UnstableForkSessionRequest{SessionId: src.SessionId, Cwd: h.cwd})
+	if err != nil || fork.SessionId == "" || fork.SessionId == src.SessionId {
+		t.Fatalf("fork: %+v %v", fork, err)
+	}
+	_, err = h.conn.UnstableForkSession(h.ctx(), sdk.UnstableForkSessionRequest{SessionId: "session-nope", Cwd: h.cwd})
+	wantCode(t, err, -32602, "unknown session")
+
+	h.promptText(fork.SessionId, "only in the fork")
+	h.promptText(src.SessionId, "only in the source")
+	texts := func(id sdk.SessionId) string {
+		var out []string
+		for _, ev := range h.sessionEvents(id) {
+			if ev.Type == event.TypeUserMessage {
+				m, _ := event.Decode[event.Message](ev)
+				out = append(out, m.Content[0].Text)
+			}
+		}
+		return strings.Join(out, "|")
+	}
+	if got := texts(fork.SessionId); !strings.HasPrefix(got, "before the fork|") || !strings.Contains(got, "only in the fork") || strings.Contains(got, "only in the source") {
+		t.Fatalf("fork's user messages: %s", got)
+	}
+	if got := texts(src.SessionId); strings.Contains(got, "only in the fork") || !strings.Contains(got, "only in the source") {
+		t.Fatalf("source's user messages: %s", got)
+	}
+}

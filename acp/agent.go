@@ -75,6 +75,7 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 				Resume: &sdk.SessionResumeCapabilities{},
 				Close:  &sdk.SessionCloseCapabilities{},
 				Delete: &sdk.SessionDeleteCapabilities{},
+				Fork:   &sdk.SessionForkCapabilities{},
 				// Extra roots the permission gate treats as workspace.
 				AdditionalDirectories: &sdk.SessionAdditionalDirectoriesCapabilities{},
 			},

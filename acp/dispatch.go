@@ -72,6 +72,16 @@ func (a *agent) HandleRequest(ctx context.Context, method string, params json.Ra
 		// The client learns the session id from the response: the slash
 		// commands announced before it would be dropped.
 		return &wire.Then{Result: resp, After: func() { a.announceCommands(st) }}, nil
+	case sdk.AgentMethodSessionFork:
+		p, err := decodeParams[sdk.UnstableForkSessionRequest](params)
+		if err != nil {
+			return nil, err
+		}
+		resp, st, err := a.ForkSession(ctx, p)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		return &wire.Then{Result: resp, After: func() { a.announceCommands(st) }}, nil
 	case sdk.AgentMethodSessionLoad:
 		return serve(ctx, params, a.LoadSession)
 	case sdk.AgentMethodSessionResume:

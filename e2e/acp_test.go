@@ -1136,7 +1136,8 @@ func TestACPBadInputUnknownMethod(t *testing.T) {
 	p.initialize()
 	sid := p.newSession()
 	// Methods of the protocol dsh does not serve, and made-up ones.
-	p.wantError(p.call("session/fork", map[string]any{"sessionId": sid, "cwd": w.Cwd, "mcpServers": []any{}}), -32601, "session/fork")
+	p.wantResult(p.call("session/fork", map[string]any{"sessionId": sid, "cwd": w.Cwd, "mcpServers": []any{}})) // served since v0.13.5
+	p.wantError(p.call("providers/list", map[string]any{}), -32601, "providers/list")
 	p.wantResult(p.call("logout", map[string]any{})) // nothing to forget, but served
 	p.wantError(p.call("no/such/method", nil), -32601, "no/such/method")
 	// A prompt sent as a notification has no one to answer; it is dropped
