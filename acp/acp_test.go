@@ -77,7 +77,7 @@ func TestInitialize(t *testing.T) {
 			t.Errorf("capabilities = %+v", c)
 		}
 		sc := c.SessionCapabilities
-		if sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Delete == nil || sc.Fork != nil || sc.AdditionalDirectories == nil {
+		if sc.List == nil || sc.Resume == nil || sc.Close == nil || sc.Delete == nil || sc.Fork == nil || sc.AdditionalDirectories == nil {
 			t.Errorf("session capabilities = %+v", sc)
 		}
 		if !c.McpCapabilities.Http || !c.McpCapabilities.Sse || c.McpCapabilities.Acp {

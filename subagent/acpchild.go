@@ -340,15 +340,13 @@ var _ acp.Client = (*acpClient)(nil)
 
 // acpConn is the gateway's client connection to one agent.
 type acpConn struct {
-	w    *wire.Conn
-	done chan struct{}
+	w *wire.Conn
 }
 
 func newACPConn(stdin io.Writer, stdout io.Reader, cl acp.Client, log *slog.Logger) *acpConn {
-	c := &acpConn{done: make(chan struct{})}
+	c := &acpConn{}
 	c.w = wire.New(stdout, stdin, &clientHandler{cl: cl, log: log}, wire.Options{MaxFrameBytes: maxFrame, Logger: log})
 	go func() {
-		defer close(c.done)
 		if err := c.w.Run(); err != nil {
 			log.Debug("subagent: reading the ACP agent failed", "err", err)
 		}
@@ -359,8 +357,9 @@ func newACPConn(stdin io.Writer, stdout io.Reader, cl acp.Client, log *slog.Logg
 // maxFrame bounds one frame from the agent (the SDK's own limit is 10 MiB).
 const maxFrame = 16 << 20
 
-// Done is closed when the agent's output ends.
-func (c *acpConn) Done() <-chan struct{} { return c.done }
+// Done is closed when the agent's output ends: the moment calls waiting for
+// an answer fail, so a caller that sees its call fail sees Done too.
+func (c *acpConn) Done() <-chan struct{} { return c.w.Done() }
 
 func acpCall[Resp any](ctx context.Context, c *acpConn, method string, params any) (Resp, error) {
 	var resp Resp
