@@ -192,7 +192,8 @@ func (s *Session) compact(ctx context.Context, j compactJob) (*Compaction, error
 	}
 	s.commitMu.Lock()
 	fixed := s.fixedBytes()
-	snap := conversation{msgs: append([]model.Message(nil), s.conv.msgs...), atts: cloneAtts(s.conv.atts), itemCap: s.conv.itemCap}
+	snap := conversation{msgs: append([]model.Message(nil), s.conv.msgs...), atts: cloneAtts(s.conv.atts), itemCap: s.conv.itemCap,
+		dropped: s.conv.dropped, droppedReplies: s.conv.droppedReplies}
 	before := s.conv.size.tokens(fixed)
 	through := s.lg.NextSeq() - 1
 	state := s.checkpointState()
@@ -247,7 +248,8 @@ func (s *Session) summarise(ctx context.Context, j compactJob, snap conversation
 	halved := false
 	var usage *event.Usage
 	for attempt := 0; ; attempt++ {
-		conv := conversation{msgs: append([]model.Message(nil), snap.msgs...), atts: cloneAtts(snap.atts), itemCap: snap.itemCap}
+		conv := conversation{msgs: append([]model.Message(nil), snap.msgs...), atts: cloneAtts(snap.atts), itemCap: snap.itemCap,
+			dropped: snap.dropped, droppedReplies: snap.droppedReplies}
 		conv.resize()
 		n, _ := conv.trimUnits(limit, fixed)
 		conv.trim(n)

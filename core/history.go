@@ -27,8 +27,9 @@ type conversation struct {
 	toolImages []*event.Attachment
 	// size tracks how big the history is, for the compaction threshold.
 	size historySize
-	// dropped counts the messages trims removed since the last checkpoint.
-	dropped int
+	// dropped counts the messages trims removed since the last checkpoint,
+	// droppedReplies the assistant messages among them.
+	dropped, droppedReplies int
 	// itemCap, when positive, is the most bytes one message may send: a
 	// single item bigger than the window is cut to fit, not refused.
 	itemCap int

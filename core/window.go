@@ -126,7 +126,7 @@ func (c *conversation) restore(history []event.CheckpointMessage) {
 	c.msgs = make([]model.Message, 0, len(history)+16)
 	c.atts = nil
 	c.pending = c.pending[:0]
-	c.dropped = 0
+	c.dropped, c.droppedReplies = 0, 0
 	for _, h := range history {
 		m := model.Message{Kind: h.Kind, Role: h.Role, Content: h.Content, Reasoning: h.Reasoning, ToolCallID: h.ToolCallID}
 		for _, tc := range h.ToolCalls {
@@ -210,6 +210,9 @@ func (c *conversation) trim(n int) {
 		if n > 0 && !pinned(&m) {
 			n--
 			c.dropped++
+			if m.Role == "assistant" {
+				c.droppedReplies++
+			}
 			if notePos < 0 {
 				notePos = len(kept)
 			}
@@ -224,7 +227,8 @@ func (c *conversation) trim(n int) {
 		notePos = 0
 	}
 	note := model.Message{Kind: model.KindNote, Role: "user", Content: fmt.Sprintf(
-		"%s%d earlier messages were dropped from this conversation to fit the context window.", CompactedPrefix, c.dropped)}
+		"%s%d earlier messages (%d of them your replies) were dropped from this conversation to fit the context window.",
+		CompactedPrefix, c.dropped, c.droppedReplies)}
 	kept = append(kept, model.Message{})
 	copy(kept[notePos+1:], kept[notePos:])
 	kept[notePos] = note

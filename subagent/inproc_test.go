@@ -105,6 +105,32 @@ func TestInprocSuccess(t *testing.T) {
 	}
 }
 
+// TestInprocChildCompacts: a child whose work outgrows the window compacts
+// in its own log, and only its final answer reaches the parent.
+func TestInprocChildCompacts(t *testing.T) {
+	h := newHarness(t, hopts{window: 12000})
+	p := h.parent(0)
+	rec := newRecorder()
+	r := h.call(context.Background(), p, rec, map[string]any{"description": "long", "prompt": "CHILD-COMPACT go"})
+	if r.IsError || resultText(r) != "child compacted answer" {
+		t.Fatalf("result %v %q", r.IsError, resultText(r))
+	}
+	st, _ := event.Decode[event.SubagentStart](rec.of(event.TypeSubagentStart)[0])
+	_, cevs := h.childEvents(st.ChildSessionID)
+	if countType(cevs, event.TypeCompactionCheckpoint) == 0 {
+		t.Fatal("the child did not compact")
+	}
+	_, pevs := h.childEvents(p.ID())
+	if countType(pevs, event.TypeCompactionCheckpoint) != 0 || countType(pevs, event.TypeCompactionStart) != 0 {
+		t.Fatal("the parent's log holds a compaction")
+	}
+	for _, ev := range pevs {
+		if strings.Contains(string(ev.Data), "context compacted") {
+			t.Fatalf("the child's summary reached the parent: %s", ev.Data)
+		}
+	}
+}
+
 func countType(evs []event.Event, typ string) int {
 	n := 0
 	for _, ev := range evs {

@@ -120,6 +120,12 @@ func script(dir string) string {
 				map[string]any{"toolCalls": []any{sub("nested", "CHILD-OK nested")}},
 				text("nested done")),
 			conv("CHILD-BIG", "last", text(bigAnswer)),
+			conv("CHILD-COMPACT", "last",
+				map[string]any{"reasoning": "look", "toolCalls": []any{call("bash", map[string]any{"command": "yes 'output line of the command' | head -c 8000", "description": "print"})}},
+				map[string]any{"reasoning": "look", "toolCalls": []any{call("bash", map[string]any{"command": "yes 'output line of the command' | head -c 8000", "description": "print"})}},
+				map[string]any{"reasoning": "look", "toolCalls": []any{call("bash", map[string]any{"command": "yes 'output line of the command' | head -c 8000", "description": "print"})}},
+				map[string]any{"reasoning": "look", "toolCalls": []any{call("bash", map[string]any{"command": "yes 'output line of the command' | head -c 8000", "description": "print"})}},
+				text("child compacted answer")),
 			conv("CHILD-BRISK", "last", map[string]any{"text": "brisk answer", "chunkRunes": 3, "deltaDelayMs": 60}),
 			conv("PARENT-PAR", "last",
 				map[string]any{"toolCalls": []any{sub("first", "CHILD-BRISK a"), sub("second", "CHILD-BRISK b")}},
@@ -158,6 +164,7 @@ type hopts struct {
 	asker    permission.Asker
 	maxDepth int
 	def      string // default provider
+	window   int64  // contextWindow setting (0: the model's)
 }
 
 func newHarness(t testing.TB, o hopts) *harness {
@@ -176,6 +183,7 @@ func newHarness(t testing.TB, o hopts) *harness {
 		PermissionMode: o.mode,
 		Tools:          tool.Builtins(),
 		MaxDepth:       o.maxDepth,
+		ContextWindow:  o.window,
 		Backoff:        func(int, time.Duration) time.Duration { return time.Millisecond },
 	})
 	if err != nil {

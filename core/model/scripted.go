@@ -431,13 +431,21 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 const stepsMarker = "<!-- scripted steps: %d -->"
 
 // stepsSoFar counts the steps a history has played: the count in the
-// latest summary, plus the assistant messages after it.
+// latest summary, plus the assistant messages after it, plus the replies a
+// trim note after it says were dropped.
 func stepsSoFar(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
 		switch {
 		case m.Role == "assistant":
 			n++
+		case m.Kind == KindNote:
+			if i := strings.Index(m.Content, " ("); i >= 0 {
+				var k int
+				if _, err := fmt.Sscanf(m.Content[i:], " (%d of them your replies)", &k); err == nil {
+					n += k
+				}
+			}
 		case m.Kind == KindSummary:
 			var k int
 			if i := strings.LastIndex(m.Content, "<!-- scripted steps: "); i >= 0 {
