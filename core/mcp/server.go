@@ -154,13 +154,14 @@ func (s *server) startError(step string, ctx context.Context, err error) string 
 	p := s.proc
 	s.mu.Unlock()
 	if p != nil {
-		select {
-		case <-p.exited:
+		wait := time.Second
+		if ctx.Err() != nil {
+			wait = 0 // it timed out: it is not exiting on its own
+		}
+		if p.exitedWithin(wait) {
 			msg += "; " + p.exitText()
-		default:
-			if t := p.stderrTail(); t != "" {
-				msg += "; its stderr ends with: " + t
-			}
+		} else if t := p.stderrTail(); t != "" {
+			msg += "; its stderr ends with: " + t
 		}
 	}
 	return msg
@@ -302,17 +303,8 @@ func (s *server) watch(cs *sdk.ClientSession) {
 		if err != nil {
 			why = "the connection broke: " + err.Error()
 		}
-		if p != nil {
-			// A process that closes its stdout is usually exiting: wait
-			// a moment for how it ended, which says more.
-			t := time.NewTimer(time.Second)
-			select {
-			case <-p.exited:
-				why = p.exitText()
-			case <-t.C:
-			case <-s.done:
-			}
-			t.Stop()
+		if p != nil && p.exitedWithin(time.Second) {
+			why = p.exitText()
 		}
 	case <-procExited(p):
 		why = p.exitText()

@@ -107,6 +107,21 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
+// exitedWithin waits up to d for the process to be reaped: a server whose
+// connection just broke is usually exiting, and how it ended (its exit
+// status, the end of its stderr, all captured once it is reaped) says more
+// than the broken pipe.
+func (p *stdioProc) exitedWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // exitText says how the process ended, with the end of its stderr.
 func (p *stdioProc) exitText() string {
 	s := "the process exited"
