@@ -278,11 +278,10 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 	<-s.ready
 	switch c.Method {
 	case protocol.MethodInitialize:
-		if o, _ := c.Value.(*readOrder); o != nil {
-			defer close(o.own)
-			if o.late {
-				return nil, protocol.ErrShuttingDown
-			}
+		// o.own is closed by onReplied, once the answer is on the wire:
+		// what waits for this initialize is answered after it.
+		if o, _ := c.Value.(*readOrder); o != nil && o.late {
+			return nil, protocol.ErrShuttingDown
 		}
 		return s.initialize(ctx, c.Params)
 	case protocol.MethodSessionPrompt:
@@ -587,8 +586,14 @@ func sessionIDOf(params json.RawMessage) string {
 	return id
 }
 
-// onReplied runs once a request's response is on the wire.
-func (s *Server) onReplied(*dispatch.Call) {
+// onReplied runs once a request's response is on the wire (or could not
+// be written), once per request. An initialize's readOrder is closed here,
+// not when its handler returns: dispatch writes the answer after that, so
+// a shutdown waiting only for the handler could be answered first.
+func (s *Server) onReplied(c *dispatch.Call) {
+	if o, _ := c.Value.(*readOrder); o != nil && c.Method == protocol.MethodInitialize && o.own != nil {
+		close(o.own)
+	}
 	s.mu.Lock()
 	s.pending--
 	s.settled.Broadcast()
