@@ -21,6 +21,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/sdkrpc/dispatch"
 	"github.com/dsh-dev/dsh/sdkrpc/ndjson"
@@ -376,11 +377,18 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	if cwd, err = filepath.Abs(cwd); err != nil {
 		return nil, fmt.Errorf("initialize cwd: %w", err)
 	}
+	servers, err := mcp.ParseFile(p.MCPServers)
+	if err != nil {
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	for i := range servers {
+		servers[i].Source = "sdk"
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.sessCfg = core.SessionOptions{Cwd: cwd, Config: cfg, Origin: "sdk"}
+	s.sessCfg = core.SessionOptions{Cwd: cwd, Config: cfg, Origin: "sdk", MCPServers: servers}
 	s.hostAsks = p.Capabilities != nil && p.Capabilities.Permissions
 	s.initialized = true
 	s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp/mcptest"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/store"
@@ -450,4 +452,29 @@ func TestServer_PromptAfterShutdownInSameWrite(t *testing.T) {
 			t.Fatalf("run %d: a prompt read after shutdown created a session", i)
 		}
 	}
+}
+
+// An SDK host's initialize may name MCP servers (ours, optional): the
+// sessions of that connection get their tools, through the same loop.
+func TestServer_InitializeMCPServers(t *testing.T) {
+	web := httptest.NewServer(mcptest.Handler(mcptest.Options{}))
+	t.Cleanup(web.Close)
+	p := newPeer(t, `{"steps":[
+		{"toolCalls":[{"name":"mcp__web__echo","arguments":{"text":"from the host's server"}}]},
+		{"text":"done"}]}`)
+	if f := p.initialize(fmt.Sprintf(`,"mcpServers":{"web":{"type":"http","url":%q}}`, web.URL)); f.Error != nil {
+		t.Fatalf("initialize: %s", f.raw)
+	}
+	p.send(`{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess-mcp","contentBlocks":[{"type":"text","text":"go"}]}}`)
+	p.response(`"p1"`)
+	res := p.next(func(f frame) bool { return f.Method == "session.event" && strings.Contains(f.raw, `"tool/result"`) })
+	if !strings.Contains(res.raw, "from the host's server") || strings.Contains(res.raw, `"isError":true`) {
+		t.Fatalf("the MCP call did not run: %s", res.raw)
+	}
+}
+
+func TestServer_InitializeMCPServersMustBeAnObject(t *testing.T) {
+	p := newPeer(t, helloScript)
+	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"cwd":%q,"mcpServers":[1]}}`, p.cwd))
+	p.wantError(`"init"`, "initialize mcpServers must be an object of servers by name")
 }

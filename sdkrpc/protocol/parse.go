@@ -57,6 +57,12 @@ func ParseInitializeParams(raw json.RawMessage) (InitializeParams, error) {
 			return p, fmt.Errorf("initialize %s must be a string", f.name)
 		}
 	}
+	if v, ok := m["mcpServers"]; ok && !isNull(v) {
+		if len(v) == 0 || v[0] != '{' {
+			return p, errors.New("initialize mcpServers must be an object of servers by name")
+		}
+		p.MCPServers = v
+	}
 	if v, ok := m["capabilities"]; ok && !isNull(v) {
 		var c map[string]json.RawMessage
 		if json.Unmarshal(v, &c) != nil || c == nil {

@@ -74,6 +74,10 @@ type InitializeParams struct {
 	MaxTokens       int64               `json:"maxTokens,omitempty"`
 	ReasoningEffort string              `json:"reasoningEffort,omitempty"`
 	Capabilities    *ClientCapabilities `json:"capabilities,omitempty"`
+	// MCPServers (ours, optional) names MCP servers for this connection's
+	// sessions, in the config file's shape: {"NAME": {"command", "args",
+	// "env"}} or {"NAME": {"type": "http", "url", "headers"}}.
+	MCPServers json.RawMessage `json:"mcpServers,omitempty"`
 }
 
 // ServerInfo names the runtime.

@@ -25,7 +25,7 @@ func TestParseInitializeParams_Valid(t *testing.T) {
 		t.Fatalf("got %+v", p)
 	}
 	p, err = ParseInitializeParams(json.RawMessage(`{}`))
-	if err != nil || p != (InitializeParams{}) {
+	if err != nil || !reflect.DeepEqual(p, InitializeParams{}) {
 		t.Fatalf("empty: %+v %v", p, err)
 	}
 	for _, ok := range []string{`5`, `5.0`, `9007199254740991`, `1E2`} {
