@@ -386,6 +386,15 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 				}
 				fmt.Fprintln(w)
 			}
+		case event.TypeCompactionCheckpoint:
+			if d, err := event.Decode[event.CompactionCheckpoint](ev); err == nil {
+				fmt.Fprintf(w, "context compacted (%s): %d messages summarised, about %d tokens before, %d after\n",
+					d.Trigger, d.ReplacedMessages, d.TokensBefore, d.TokensAfter)
+			}
+		case event.TypeCompactionTrim:
+			if d, err := event.Decode[event.CompactionTrim](ev); err == nil {
+				fmt.Fprintf(w, "context trimmed: %d older messages dropped (%s)\n", d.Dropped, d.Reason)
+			}
 		case event.TypeTurnEnd:
 			if d, err := event.Decode[event.TurnEnd](ev); err == nil {
 				fmt.Fprintf(w, "turn %d ended: %s%s\n", d.Turn, reasonText(d.Reason), usage.String())
