@@ -83,7 +83,9 @@ func (e echo) HandleRequest(ctx context.Context, method string, params json.RawM
 	return map[string]string{"method": method}, nil
 }
 
-func (e echo) HandleNotification(_ context.Context, method string, _ json.RawMessage) { e.notes <- method }
+func (e echo) HandleNotification(_ context.Context, method string, _ json.RawMessage) {
+	e.notes <- method
+}
 
 // Two connections back to back: calls, notifications in order, and a call
 // whose context ends sends $/cancel_request, which cancels the handler.
