@@ -17,26 +17,8 @@ import (
 // session's running prompt when another request arrives: a second prompt
 // for a busy session is refused by Prompt itself.
 
-// validator is implemented by the SDK's request types.
-type validator interface{ Validate() error }
-
 // decodeParams decodes params into a request type and validates it.
-func decodeParams[T any](params json.RawMessage) (T, error) {
-	var p T
-	raw := params
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return p, wire.Errorf(codeInvalidParams, "Invalid params: %v", err)
-	}
-	if v, ok := any(&p).(validator); ok {
-		if err := v.Validate(); err != nil {
-			return p, wire.Errorf(codeInvalidParams, "Invalid params: %v", err)
-		}
-	}
-	return p, nil
-}
+func decodeParams[T any](params json.RawMessage) (T, error) { return wire.DecodeParams[T](params) }
 
 // serve decodes a request of type Req and runs fn on it.
 func serve[Req, Resp any](ctx context.Context, params json.RawMessage, fn func(context.Context, Req) (Resp, error)) (any, error) {
@@ -130,28 +112,14 @@ func (a *agent) HandleNotification(ctx context.Context, method string, params js
 	}
 }
 
-// wireError maps an error of a handler onto the wire: an SDK RequestError
-// keeps its code, message and data; anything else is -32603.
+// wireError maps an error of a handler onto the wire; a cancelled
+// request is -32800.
 func wireError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var re *sdk.RequestError
-	if errors.As(err, &re) {
-		we := &wire.Error{Code: re.Code, Message: re.Message}
-		if re.Data != nil {
-			if b, mErr := json.Marshal(re.Data); mErr == nil {
-				we.Data = b
-			}
-		}
-		return we
-	}
-	var we *wire.Error
-	if errors.As(err, &we) {
-		return we
-	}
 	if errors.Is(err, context.Canceled) {
-		return wire.Errorf(wire.CodeRequestCancelled, "request cancelled")
+		var re *sdk.RequestError
+		if !errors.As(err, &re) {
+			return wire.Errorf(wire.CodeRequestCancelled, "request cancelled")
+		}
 	}
-	return wire.Errorf(codeInternalError, "%v", err)
+	return wire.FromSDKError(err)
 }

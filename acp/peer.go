@@ -2,8 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -18,20 +16,7 @@ type peer struct {
 }
 
 func callPeer[Resp any](ctx context.Context, p *peer, method string, params any) (Resp, error) {
-	var resp Resp
-	err := p.c.Call(ctx, method, params, &resp)
-	var we *wire.Error
-	if errors.As(err, &we) {
-		re := &sdk.RequestError{Code: we.Code, Message: we.Message}
-		if len(we.Data) > 0 {
-			var d any
-			if json.Unmarshal(we.Data, &d) == nil {
-				re.Data = d
-			}
-		}
-		return resp, re
-	}
-	return resp, err
+	return wire.CallSDK[Resp](ctx, p.c, method, params)
 }
 
 func (p *peer) RequestPermission(ctx context.Context, r sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {

@@ -362,19 +362,7 @@ const maxFrame = 16 << 20
 func (c *acpConn) Done() <-chan struct{} { return c.w.Done() }
 
 func acpCall[Resp any](ctx context.Context, c *acpConn, method string, params any) (Resp, error) {
-	var resp Resp
-	err := c.w.Call(ctx, method, params, &resp)
-	var we *wire.Error
-	if errors.As(err, &we) {
-		re := &acp.RequestError{Code: we.Code, Message: we.Message}
-		if len(we.Data) > 0 {
-			var d any
-			if json.Unmarshal(we.Data, &d) == nil {
-				re.Data = d
-			}
-		}
-		return resp, re
-	}
+	resp, err := wire.CallSDK[Resp](ctx, c.w, method, params)
 	if errors.Is(err, wire.ErrClosed) {
 		return resp, fmt.Errorf("peer disconnected before response: %w", err)
 	}
@@ -409,29 +397,14 @@ type clientHandler struct {
 	log *slog.Logger
 }
 
-func decodeInto[T any](params json.RawMessage) (T, error) {
-	var p T
-	if len(params) == 0 {
-		params = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		return p, wire.Errorf(wire.CodeInvalidParams, "Invalid params: %v", err)
-	}
-	return p, nil
-}
-
 func answer[Req, Resp any](ctx context.Context, params json.RawMessage, fn func(context.Context, Req) (Resp, error)) (any, error) {
-	p, err := decodeInto[Req](params)
+	p, err := wire.DecodeParams[Req](params)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := fn(ctx, p)
 	if err != nil {
-		var re *acp.RequestError
-		if errors.As(err, &re) {
-			return nil, &wire.Error{Code: re.Code, Message: re.Message}
-		}
-		return nil, err
+		return nil, wire.FromSDKError(err)
 	}
 	return resp, nil
 }
@@ -464,7 +437,7 @@ func (h *clientHandler) HandleNotification(ctx context.Context, method string, p
 	if method != acp.ClientMethodSessionUpdate {
 		return
 	}
-	n, err := decodeInto[acp.SessionNotification](params)
+	n, err := wire.DecodeParams[acp.SessionNotification](params)
 	if err != nil {
 		h.log.Debug("subagent: unreadable session/update", "err", err)
 		return
