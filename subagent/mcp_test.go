@@ -3,11 +3,13 @@ package subagent
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/mcp/mcptest"
 )
@@ -37,5 +39,39 @@ func TestChildMCPServers(t *testing.T) {
 	}
 	if got := childMCPServers(nil, acp.McpCapabilities{}); got == nil || len(got) != 0 {
 		t.Fatal("no parent: an empty list, never null")
+	}
+}
+
+// A dsh sdk child process gets its parent session's MCP servers in
+// initialize, and its model's call to one of their tools runs.
+func TestSDKChildReachesParentMCPServers(t *testing.T) {
+	web := httptest.NewServer(mcptest.Handler(mcptest.Options{}))
+	t.Cleanup(web.Close)
+	h := newHarness(t, hopts{config: dshConfig})
+	needDoor(t, h, "sdk-cold")
+	p, err := h.rt.Create(context.Background(), core.SessionOptions{Cwd: h.cwd, MCPServers: []mcp.ServerConfig{
+		{Name: "web", Transport: mcp.TransportHTTP, URL: web.URL, Source: "acp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(context.Background()) })
+	rec := newRecorder()
+	r := h.call(context.Background(), p, rec, dshArgs("sdk-cold", "CHILD-MCP go"))
+	if r.IsError || !strings.HasPrefix(resultText(r), "mcp done") {
+		t.Fatalf("child: %v %q", r.IsError, resultText(r))
+	}
+	st, _ := event.Decode[event.SubagentStart](rec.of(event.TypeSubagentStart)[0])
+	_, evs, err := h.rt.Store().Read(st.ChildSessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	for _, ev := range evs {
+		if ev.Type == event.TypeToolResult && strings.Contains(string(ev.Data), "echo: through the parent's server") {
+			ran = true
+		}
+	}
+	if !ran {
+		t.Fatal("the child's call to the parent's MCP server did not run")
 	}
 }

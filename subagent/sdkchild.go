@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/sdkrpc/client"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
@@ -38,6 +39,11 @@ func spawnSDK(ctx context.Context, r *Registry, s spawnSpec) (*sdkChild, error) 
 	init := protocol.InitializeParams{
 		Cwd: s.cwd, Provider: s.cfg.Provider, Model: s.cfg.Model, MaxTokens: int64(s.cfg.MaxTokens),
 		ReasoningEffort: s.cfg.ReasoningEffort, Capabilities: &protocol.ClientCapabilities{Permissions: true},
+	}
+	if s.parent != nil {
+		// The child reaches the same MCP servers as the session that
+		// delegates to it (it merges them with its config file's by name).
+		init.MCPServers = mcp.EncodeFile(s.parent.MCPServers())
 	}
 	cl, _, err := client.Start(ctx, cfg, init)
 	if err != nil {

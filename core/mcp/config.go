@@ -112,13 +112,13 @@ func (c ServerConfig) Describe() string {
 // fileEntry is one server of the config file, in the shape Claude Code's
 // .mcp.json, Claude Desktop and Cursor use.
 type fileEntry struct {
-	Type     string            `json:"type"`
-	Command  string            `json:"command"`
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	URL      string            `json:"url"`
-	Headers  map[string]string `json:"headers"`
-	Disabled bool              `json:"disabled"`
+	Type     string            `json:"type,omitempty"`
+	Command  string            `json:"command,omitempty"`
+	Args     []string          `json:"args,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	URL      string            `json:"url,omitempty"`
+	Headers  map[string]string `json:"headers,omitempty"`
+	Disabled bool              `json:"disabled,omitempty"`
 }
 
 // ParseFile reads the config file's "mcpServers" object:
@@ -201,4 +201,40 @@ func short(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// EncodeFile writes usable servers in the config file's shape, the inverse
+// of ParseFile: how a dsh sdk child process is handed its parent session's
+// servers in initialize. Entries with Invalid set are left out; nil for none.
+func EncodeFile(cfgs []ServerConfig) json.RawMessage {
+	out := map[string]fileEntry{}
+	for _, c := range cfgs {
+		if c.Invalid != "" || c.Validate() != nil {
+			continue
+		}
+		e := fileEntry{Command: c.Command, Args: c.Args, URL: c.URL, Env: kvMap(c.Env), Headers: kvMap(c.Headers)}
+		if c.Transport != TransportStdio {
+			e.Type = string(c.Transport)
+		}
+		out[c.Name] = e
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(out)
+	if err != nil { // strings, lists and maps of strings always encode
+		return nil
+	}
+	return data
+}
+
+func kvMap(kvs []KV) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Name] = kv.Value
+	}
+	return m
 }

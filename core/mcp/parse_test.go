@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,25 @@ func TestSchemasAreBoundedAndStable(t *testing.T) {
 	}
 	if _, _, err := normSchema("nope"); err == nil {
 		t.Error("a schema that is not an object must be replaced")
+	}
+}
+
+// EncodeFile is the inverse of ParseFile for usable servers.
+func TestEncodeFileRoundTrips(t *testing.T) {
+	in := []ServerConfig{
+		{Name: "docs", Transport: TransportHTTP, URL: "https://docs.example/mcp", Headers: []KV{{Name: "Authorization", Value: "Bearer x"}}, Source: "config"},
+		{Name: "gh", Transport: TransportStdio, Command: "npx", Args: []string{"-y", "srv"}, Env: []KV{{Name: "A", Value: "1"}}, Source: "config"},
+		{Name: "old", Transport: TransportSSE, URL: "https://old.example/sse", Source: "config"},
+		{Name: "broken", Transport: TransportStdio, Invalid: "no command", Source: "config"},
+	}
+	got, err := ParseFile(EncodeFile(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, in[:3]) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in[:3])
+	}
+	if EncodeFile(nil) != nil || EncodeFile(in[3:]) != nil {
+		t.Fatal("no usable server: want nil")
 	}
 }
