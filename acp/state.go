@@ -27,6 +27,9 @@ type agent struct {
 	closing  bool
 	client   sdk.ClientCapabilities
 	sessions map[string]*sessState
+	// children maps an in-process subagent's session to the parent call
+	// that shows its progress.
+	children map[string]childLink
 
 	// handlers counts running request handlers, so Serve returns only
 	// after the last one.
@@ -194,7 +197,10 @@ func (a *agent) subscribe(sub *core.Subscription) {
 			// The state is bound now: a session closed and loaded again
 			// gets a new state, and this event belongs to the old one.
 			if st := a.tracked(n.SessionID); st != nil {
+				a.noteChild(st, n.Event)
 				a.pump.push(item{st: st, event: &n.Event})
+			} else if l, ok := a.childOf(n.SessionID); ok {
+				a.pump.push(item{st: l.st, event: &n.Event, childCall: l.callID})
 			}
 		case <-sub.Done():
 			return
@@ -212,8 +218,10 @@ type execCall struct {
 // item is one unit of work of the pump.
 type item struct {
 	st *sessState
-	// event is a committed event to project.
-	event *event.Event
+	// event is a committed event to project; with childCall, an event of
+	// a child session shown in that call of st.
+	event     *event.Event
+	childCall string
 	// update is sent as is (available commands, a terminal embedded in a
 	// running tool call).
 	update *sdk.SessionUpdate
@@ -285,6 +293,12 @@ func (p *pump) run() {
 func (p *pump) process(it item) {
 	st := it.st
 	switch {
+	case it.event != nil && it.childCall != "":
+		st.projMu.Lock()
+		if u, ok := st.proj.childEvent(it.childCall, *it.event); ok {
+			p.a.out.put(st.id, u)
+		}
+		st.projMu.Unlock()
 	case it.event != nil:
 		st.proj.live(*it.event)
 	case it.update != nil:

@@ -39,6 +39,8 @@ type projector struct {
 	cost         float64
 	costCurrency string
 	lastUsage    *sdk.SessionUpdate
+	// progress of in-process subagents, by the parent call showing it.
+	progress map[string]*childProgress
 }
 
 type callInfo struct {

@@ -873,6 +873,18 @@ func TestSubagentSuccess(t *testing.T) {
 			checkNotes(t, o, kids, protocol.SubagentOK, event.ReasonCompleted, plan.Children[saInproc].Text)
 		case saACP:
 			checkACPProgress(t, o, kids)
+			// The in-process child's progress shows in its call while it
+			// runs: its latest message.
+			shown := false
+			for _, fr := range o.Frames {
+				if u := fr.update(); u != nil && u["toolCallId"] == saCallID(saInproc) {
+					txt := saACPContentText(u)
+					shown = shown || (strings.Contains(txt, "Subagent working") && strings.Contains(txt, "Latest: "+plan.Children[saInproc].Text))
+				}
+			}
+			if !shown {
+				t.Errorf("the inproc child's progress never showed in its call")
+			}
 		}
 	})
 }
