@@ -33,6 +33,10 @@ type fileConfig struct {
 	MCPServers           json.RawMessage `json:"mcpServers"`
 	// Prices, per model and million tokens, give ACP usage updates a cost.
 	Prices json.RawMessage `json:"prices"`
+	// Sandbox is auto | required | off; SandboxNetwork false turns the
+	// network off for the commands the model runs.
+	Sandbox        string `json:"sandbox"`
+	SandboxNetwork *bool  `json:"sandboxNetwork"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

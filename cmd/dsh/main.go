@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
 	"github.com/dsh-dev/dsh/core/proc"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -55,7 +56,7 @@ func main() {
 	// it must start before anything here touches signals (an ignored
 	// SIGPIPE would be inherited by the command).
 	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
-		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr))
+		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr, sandbox.Setup))
 	}
 	// What detaches from a child of ours (a daemon an MCP server or agent
 	// started) is reparented to us, not to PID 1: it stays in our tree,

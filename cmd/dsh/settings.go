@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // Settings are the resolved settings of one invocation. Each comes from a
@@ -52,6 +53,10 @@ type Settings struct {
 	Subagents json.RawMessage
 	// WebFetchAllowPrivate lets web_fetch reach non-public addresses.
 	WebFetchAllowPrivate bool
+	// Sandbox is auto | required | off; SandboxNetwork false turns the
+	// network off for commands (core/sandbox).
+	Sandbox        string
+	SandboxNetwork bool
 	// MCPServers are the config file's "mcpServers" (an unusable entry is
 	// kept with Invalid set, and reported when a session starts).
 	MCPServers []mcp.ServerConfig
@@ -73,6 +78,7 @@ type settingFlags struct {
 	stepCapSet                                                                    bool // --step-cap given, even as 0
 	contextWindow, compactAt                                                      string
 	patches                                                                       []string
+	sandbox                                                                       string
 }
 
 // envDoc lists every environment variable dsh reads, for --help.
@@ -93,6 +99,8 @@ const envDoc = `Environment:
   DSH_CONTEXT_WINDOW     context window in tokens (default: the model's; DeepSeek 1000000, others 128000)
   DSH_COMPACT_AT         share of the window at which a session compacts (default 0.8)
   DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
+  DSH_SANDBOX            auto | required | off: contain the commands the model runs (default auto)
+  DSH_SANDBOX_NETWORK    false turns the network off for sandboxed commands (default true)
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
   DSH_MCP_START_WAIT     how long opening a session waits for its MCP servers, e.g. 10s (default 1.5s)
@@ -126,6 +134,7 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	})
 	fs.StringVar(&f.contextWindow, "context-window", "", "context window in tokens (default: the model's) [$DSH_CONTEXT_WINDOW]")
 	fs.StringVar(&f.compactAt, "compact-at", "", "share of the window at which a session compacts (default 0.8) [$DSH_COMPACT_AT]")
+	fs.StringVar(&f.sandbox, "sandbox", "", "contain the commands the model runs: auto | required | off [$DSH_SANDBOX]")
 	fs.StringVar(&f.logLevel, "log-level", "", "stderr diagnostics: debug | info | warn | error [$DSH_LOG_LEVEL]")
 	return f
 }
@@ -369,6 +378,9 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 		}
 	}
 	s.Patches = f.patches
+	if err := f.resolveSandbox(r, s, fc); err != nil {
+		return err
+	}
 	s.LogLevel = slog.LevelWarn
 	lv := r.pick("logLevel", fromFlag("log-level", f.logLevel), fromEnv("DSH_LOG_LEVEL"), fromFile(fc.LogLevel), byDefault("warn"))
 	if err := s.LogLevel.UnmarshalText([]byte(strings.ToUpper(lv))); err != nil {
@@ -435,4 +447,25 @@ func optFloat(p *float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(*p, 'g', -1, 64)
+}
+
+// resolveSandbox picks sandbox (flag, env, file, auto) and sandboxNetwork
+// (env, file, true).
+func (f *settingFlags) resolveSandbox(r *resolver, s *Settings, fc fileConfig) error {
+	v := r.pick("sandbox", fromFlag("sandbox", f.sandbox), fromEnv("DSH_SANDBOX"), fromFile(fc.Sandbox), byDefault("auto"))
+	if _, err := sandbox.ParseSetting(v); err != nil {
+		return fmt.Errorf("%w (from %s)", err, s.Sources["sandbox"])
+	}
+	s.Sandbox = v
+	file := ""
+	if fc.SandboxNetwork != nil {
+		file = strconv.FormatBool(*fc.SandboxNetwork)
+	}
+	v = r.pick("sandboxNetwork", fromEnv("DSH_SANDBOX_NETWORK"), fromFile(file), byDefault("true"))
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("sandboxNetwork %q from %s is not true or false", v, s.Sources["sandboxNetwork"])
+	}
+	s.SandboxNetwork = b
+	return nil
 }

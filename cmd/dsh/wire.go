@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/sandbox"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
 	"github.com/dsh-dev/dsh/subagent"
@@ -94,10 +95,11 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	for _, p := range s.Patches {
 		logger.Warn("ignoring --patch: dsh has no patch mechanism (accepted so the original's launchers start it unchanged)", "file", p)
 	}
+	sb := newSandbox(s, logger)
 	rt, err := core.New(core.Config{
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
-		Exec:      tool.LocalExecWith(tool.LocalExecOptions{Reaper: self}),
+		Exec:      tool.LocalExecWith(tool.LocalExecOptions{Reaper: self, Sandbox: sb}),
 		BaseDepth: s.Depth,
 		Store:     store.New(s.SessionRoot),
 		NewProvider: func(name string) (model.Provider, error) {
@@ -105,7 +107,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		},
 		Defaults:       event.Config{Provider: s.Provider, Model: s.Model, ReasoningEffort: s.ReasoningEffort, MaxTokens: s.MaxTokens},
 		PermissionMode: permission.Mode(s.PermissionMode),
-		Tools:          tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}}),
+		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}}), sb),
 		StepCap:        s.StepCap,
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
@@ -196,4 +198,41 @@ func userInstructions() string {
 		return ""
 	}
 	return filepath.Join(dir, "dsh", "AGENTS.md")
+}
+
+// newSandbox builds the sandbox of the commands the model runs: hidden are
+// the secret places and the session root; writable besides each session's
+// own folders are the tool caches, so go build and npm install keep
+// working. Where the machine cannot contain fully, the user is told once.
+func newSandbox(s Settings, logger *slog.Logger) *sandbox.Sandbox {
+	home, _ := os.UserHomeDir()
+	at := func(env, def string) string {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		if home == "" {
+			return ""
+		}
+		return filepath.Join(home, def)
+	}
+	hidden := []string{s.SessionRoot, filepath.Join(at("XDG_CONFIG_HOME", ".config"), "dsh")}
+	if home != "" {
+		for _, d := range []string{".ssh", ".aws", ".gnupg", ".docker", ".netrc", ".git-credentials", ".config/gh"} {
+			hidden = append(hidden, filepath.Join(home, d))
+		}
+	}
+	if s.ConfigPath != "" {
+		hidden = append(hidden, s.ConfigPath)
+	}
+	writable := []string{at("XDG_CACHE_HOME", ".cache"), at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")}
+	if gp := os.Getenv("GOPATH"); gp != "" {
+		writable = append(writable, filepath.Join(gp, "pkg", "mod"))
+	} else if home != "" {
+		writable = append(writable, filepath.Join(home, "go", "pkg", "mod"))
+	}
+	sb := sandbox.New(sandbox.Config{Setting: sandbox.Setting(s.Sandbox), Network: s.SandboxNetwork, Hidden: hidden, Writable: writable})
+	if n := sb.Notice(); n != "" {
+		logger.Warn(n)
+	}
+	return sb
 }

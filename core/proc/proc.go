@@ -58,6 +58,11 @@ type Config struct {
 	// (Linux; 0 means SIGKILL). The reaper asks for SIGTERM so it can end
 	// its command's whole tree before it goes.
 	ParentDeathSignal syscall.Signal
+	// Cloneflags are namespaces (CLONE_NEW*) to start the child in, Linux
+	// only (the sandbox); MapUser maps our uid and gid to themselves in a
+	// new user namespace (CLONE_NEWUSER in Cloneflags).
+	Cloneflags uintptr
+	MapUser    bool
 	// WaitDelay bounds how long reaping waits for the stdio copiers after
 	// the child exited, when a grandchild still holds them (0: 1 s).
 	WaitDelay time.Duration
@@ -95,6 +100,7 @@ func Start(cfg Config) (*Process, error) {
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
 	cmd.SysProcAttr = sysProcAttr(cfg.NewSession, cfg.ParentDeathSignal)
+	setNamespaces(cmd.SysProcAttr, cfg.Cloneflags, cfg.MapUser)
 	cmd.WaitDelay = cfg.WaitDelay
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = time.Second

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ReaperArg {
-		os.Exit(ReaperMain(os.Args[2:], os.Stderr))
+		os.Exit(ReaperMain(os.Args[2:], os.Stderr, nil))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "spawn-reaper" {
 		os.Exit(spawnReaperThenHang(os.Args[2:]))
@@ -156,7 +156,7 @@ const detach = `setsid sh -c 'echo detached; exec sleep 1003' & sh -c 'sleep 100
 // would live on for 1000 s.
 func TestReaperEndsDetachedDescendants(t *testing.T) {
 	r, w := holders(t)
-	p, err := Start(Config{Argv: ReaperArgv(self(t), 0, "/bin/bash", "-c", detach), Stdout: w, NewSession: true,
+	p, err := Start(Config{Argv: ReaperArgv(self(t), 0, "", "/bin/bash", "-c", detach), Stdout: w, NewSession: true,
 		ParentDeathSignal: syscall.SIGTERM})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestReaperDirectIsTheOldGap(t *testing.T) {
 func TestReaperSIGTERMEndsTree(t *testing.T) {
 	r, w := holders(t)
 	script := `trap '' TERM; setsid sh -c "trap '' TERM; sleep 1003" & echo started; sleep 1004`
-	p, err := Start(Config{Argv: ReaperArgv(self(t), 200*time.Millisecond, "/bin/bash", "-c", script), Stdout: w,
+	p, err := Start(Config{Argv: ReaperArgv(self(t), 200*time.Millisecond, "", "/bin/bash", "-c", script), Stdout: w,
 		NewSession: true, ParentDeathSignal: syscall.SIGTERM})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestReaperSIGTERMEndsTree(t *testing.T) {
 // detaching command, says so, and waits to be SIGKILLed.
 func spawnReaperThenHang(args []string) int {
 	exe, _ := os.Executable()
-	p, err := Start(Config{Argv: ReaperArgv(exe, 200*time.Millisecond, "/bin/bash", "-c", args[0]), Stdout: os.Stdout,
+	p, err := Start(Config{Argv: ReaperArgv(exe, 200*time.Millisecond, "", "/bin/bash", "-c", args[0]), Stdout: os.Stdout,
 		NewSession: true, ParentDeathSignal: syscall.SIGTERM})
 	if err != nil {
 		return 1

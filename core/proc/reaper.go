@@ -27,14 +27,21 @@ type ReaperOptions struct {
 	// command starts; what it restricts (Landlock), the command inherits.
 	// Its error ends the reaper with exit code 126 and the error on stderr.
 	Setup func() error
+	// Policy is the --policy flag's value, for the binary's setup (the
+	// sandbox policy); opaque to this package.
+	Policy string
 }
 
 // ReaperArgv is the argv that runs argv under the reaper of binary self
-// (os.Executable of a binary that dispatches ReaperArg).
-func ReaperArgv(self string, grace time.Duration, argv ...string) []string {
+// (os.Executable of a binary that dispatches ReaperArg); a non-empty
+// policy is passed as --policy for the binary's setup.
+func ReaperArgv(self string, grace time.Duration, policy string, argv ...string) []string {
 	out := []string{self, ReaperArg}
 	if grace > 0 {
 		out = append(out, "--grace", grace.String())
+	}
+	if policy != "" {
+		out = append(out, "--policy", policy)
 	}
 	return append(append(out, "--"), argv...)
 }
@@ -45,6 +52,7 @@ func ParseReaperArgs(args []string) (ReaperOptions, error) {
 	fs.SetOutput(io.Discard)
 	var o ReaperOptions
 	fs.DurationVar(&o.Grace, "grace", DefaultReaperGrace, "SIGTERM to SIGKILL wait")
+	fs.StringVar(&o.Policy, "policy", "", "policy for the setup")
 	if err := fs.Parse(args); err != nil {
 		return o, fmt.Errorf("%s: %w", ReaperArg, err)
 	}
@@ -58,12 +66,20 @@ func ParseReaperArgs(args []string) (ReaperOptions, error) {
 // ReaperMain runs the reaper for the arguments after ReaperArg and
 // returns the exit code: the command's, or 128+N after signal N (which the
 // reaper re-raises on itself so its parent sees the same signal where it
-// can), 126 when it could not start.
-func ReaperMain(args []string, stderr io.Writer) int {
+// can), 126 when it could not start. setup applies a --policy (the
+// sandbox); a policy without a setup is refused, never ignored.
+func ReaperMain(args []string, stderr io.Writer, setup func(policy string) error) int {
 	o, err := ParseReaperArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)
 		return 126
+	}
+	if o.Policy != "" {
+		if setup == nil {
+			fmt.Fprintf(stderr, "dsh: %s: this binary cannot apply a policy\n", ReaperArg)
+			return 126
+		}
+		o.Setup = func() error { return setup(o.Policy) }
 	}
 	return RunReaper(o, stderr)
 }

@@ -40,6 +40,10 @@ func RunReaper(o ReaperOptions, stderr io.Writer) int {
 	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Setup may restrict this thread only (Landlock): the command must be
+	// forked from the same thread, so it stays locked to this goroutine
+	// (and is never reused: the reaper exits after).
+	runtime.LockOSThread()
 	if o.Setup != nil {
 		if err := o.Setup(); err != nil {
 			return fail(err)

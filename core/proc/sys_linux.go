@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -60,5 +61,19 @@ func ReapGroup(pgid int) {
 		if err != nil { // ECHILD: none of ours left in the group
 			return
 		}
+	}
+}
+
+// setNamespaces asks for new namespaces; with mapUser, a user namespace
+// where our uid and gid are themselves (so files keep their owners).
+func setNamespaces(a *syscall.SysProcAttr, flags uintptr, mapUser bool) {
+	if flags == 0 {
+		return
+	}
+	a.Cloneflags = flags
+	if mapUser {
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
 	}
 }

@@ -28,3 +28,5 @@ func signalGroup(pid int, sig syscall.Signal) error {
 
 // ReapGroup is a no-op without process groups.
 func ReapGroup(int) {}
+
+func setNamespaces(*syscall.SysProcAttr, uintptr, bool) {}

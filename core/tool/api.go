@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // Kind classes a tool for the permission gate (DESIGN.md §6).
@@ -91,6 +92,9 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// OutputLimit bounds the kept output (head and tail).
 	OutputLimit int
+	// Scope is the command's part of the sandbox policy (what it may
+	// write); the local executor's sandbox applies it.
+	Scope sandbox.Scope
 	// Spill, when set, also receives the whole output as it is produced
 	// (an executor that cannot tee, such as a client terminal, ignores it).
 	Spill io.Writer
@@ -135,4 +139,10 @@ type Env struct {
 	// Jobs is the session's table of background jobs. Nil means the
 	// session cannot run any.
 	Jobs *Jobs
+	// PermissionMode is the session's mode: the sandbox runs commands
+	// unconfined in "full" and without any write access in "read-only".
+	PermissionMode string
+	// AdditionalDirs are folders besides the workspace that the session
+	// may write (ACP additionalDirectories); commands may write them too.
+	AdditionalDirs []string
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // Limits of bash.
@@ -23,7 +24,36 @@ const bashSchema = `{"type":"object","properties":{"command":{"type":"string","d
 
 const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
-type bashTool struct{}
+type bashTool struct {
+	// sandbox is what the tool's description says about the sandbox.
+	sandbox string
+}
+
+// WithSandbox returns tools with the bash tool's description telling the
+// model what the sandbox allows (sb.Describe), so it does not flail on a
+// denied write. Call it once, before the runtime is built: descriptions
+// are part of every session's byte-stable request prefix.
+func WithSandbox(tools []Tool, sb *sandbox.Sandbox) []Tool {
+	out := make([]Tool, len(tools))
+	for i, t := range tools {
+		if _, ok := t.(bashTool); ok {
+			t = bashTool{sandbox: sb.Describe()}
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// commandScope is the sandbox scope of a command run for env: the
+// workspace, the additional directories and the spill folder writable.
+func commandScope(env *Env) sandbox.Scope {
+	sc := sandbox.Scope{Workspace: env.Cwd, Writable: append([]string(nil), env.AdditionalDirs...),
+		ReadOnly: env.PermissionMode == "read-only", Unconfined: env.PermissionMode == "full"}
+	if env.Spill != nil && env.Spill.Dir() != "" {
+		sc.Writable = append(sc.Writable, env.Spill.Dir())
+	}
+	return sc
+}
 
 type bashArgs struct {
 	Command     string `json:"command"`
@@ -34,7 +64,7 @@ type bashArgs struct {
 }
 
 func (bashTool) Name() string            { return "bash" }
-func (bashTool) Description() string     { return bashDescription }
+func (t bashTool) Description() string   { return bashDescription + t.sandbox }
 func (bashTool) Schema() json.RawMessage { return json.RawMessage(bashSchema) }
 func (bashTool) Kind() Kind              { return KindExecute }
 func (bashTool) ParallelSafe() bool      { return false }
@@ -115,6 +145,7 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		Env:         append(ScrubEnv(os.Environ()), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"),
 		Timeout:     pl.timeout,
 		OutputLimit: bashOutputLimit,
+		Scope:       commandScope(env),
 	}
 	if pl.args.Background {
 		return startJob(ctx, env, req)

@@ -13,13 +13,14 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/proc"
+	"github.com/dsh-dev/dsh/core/sandbox"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	// This binary is the reaper of the commands it runs, as dsh is.
 	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
-		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr))
+		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr, sandbox.Setup))
 	}
 	// Orphaned grandchildren of killed commands come back to the test
 	// process, so the group-kill tests can prove the group is gone.

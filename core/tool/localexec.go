@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/core/proc"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // Defaults of LocalExec.
@@ -42,6 +43,9 @@ type LocalExecOptions struct {
 	// detached, when the command ends, on cancel and timeout, and when dsh
 	// dies. Empty runs bash directly (LocalExec).
 	Reaper string
+	// Sandbox contains each command (needs Reaper): see core/sandbox. Nil
+	// runs commands unconfined.
+	Sandbox *sandbox.Sandbox
 }
 
 // LocalExecWith is LocalExec with options. Every command the model runs,
@@ -132,23 +136,43 @@ func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Proces
 	}
 	argv := []string{"/bin/bash", "-c", req.Command}
 	ladder := proc.Ladder{Term: killGrace, Kill: killGrace}
+	var plan sandbox.Command
 	if o.Reaper != "" {
-		argv = proc.ReaperArgv(o.Reaper, killGrace, argv...)
+		var err error
+		if plan, err = o.Sandbox.Plan(req.Scope); err != nil {
+			return nil, ladder, err
+		}
 		ladder.Term = 2 * killGrace
 	}
-	p, err := proc.Start(proc.Config{
-		Argv: argv, Env: env, Dir: req.Workdir,
-		Stdout: out, Stderr: out, TailLines: -1, // one pipe, output in order
-		NewSession:        true,
-		ParentDeathSignal: syscall.SIGTERM, // the reaper ends its tree; bash just goes
-		// After exit, stop waiting for a grandchild holding the pipe (only
-		// possible without the reaper; the group SIGKILL then ends it).
-		WaitDelay: killGrace,
-	})
-	if err != nil {
-		return nil, ladder, fmt.Errorf("start /bin/bash: %w", err)
+	for {
+		cfg := proc.Config{
+			Argv: argv, Env: append(env, plan.Env...), Dir: req.Workdir,
+			Stdout: out, Stderr: out, TailLines: -1, // one pipe, output in order
+			NewSession:        true,
+			ParentDeathSignal: syscall.SIGTERM, // the reaper ends its tree; bash just goes
+			Cloneflags:        plan.Cloneflags, MapUser: plan.MapUser,
+			// After exit, stop waiting for a grandchild holding the pipe (only
+			// possible without the reaper; the group SIGKILL then ends it).
+			WaitDelay: killGrace,
+		}
+		if o.Reaper != "" {
+			cfg.Argv = proc.ReaperArgv(o.Reaper, killGrace, plan.Policy, argv...)
+		}
+		p, err := proc.Start(cfg)
+		if err == nil {
+			return p, ladder, nil
+		}
+		// Namespaces refused at run time (a container without the right):
+		// auto goes on with Landlock alone, required fails.
+		next, ok := o.Sandbox.Fallback(plan, err)
+		if !ok {
+			if plan.Cloneflags != 0 {
+				return nil, ladder, fmt.Errorf("%w: starting the sandboxed command: %v", sandbox.ErrCannotContain, err)
+			}
+			return nil, ladder, fmt.Errorf("start /bin/bash: %w", err)
+		}
+		plan = next
 	}
-	return p, ladder, nil
 }
 
 // ScrubEnv returns environ without credentials: DEEPSEEK_API_KEY,

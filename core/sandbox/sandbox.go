@@ -1,0 +1,267 @@
+// Package sandbox contains the commands the model runs (bash, background
+// jobs): writes only inside the workspace, the session's scratch space,
+// the tool caches and a temp dir; secret places unreadable; the dsh
+// process and its environment invisible; the network off when asked.
+//
+// The mechanism is what holds on Linux without extra software:
+//   - namespaces (a PID namespace and a mount namespace, plus a network
+//     namespace when the network is off), entered by the reaper
+//     (core/proc) as it starts: a fresh /proc shows only the command's own
+//     processes, a private tmpfs is its /tmp, and secret places are
+//     covered by empty read-only mounts. Root has them; other users get
+//     them through a user namespace where the kernel allows one.
+//   - Landlock (github.com/landlock-lsm/go-landlock), applied by the
+//     reaper to itself before it starts the command: read and execute
+//     everywhere, write only the allowed folders, no signals to processes
+//     outside (dsh), no TCP when the network is off and there is no
+//     network namespace. It also sets no_new_privs: setuid binaries do not
+//     gain privileges.
+//
+// Landlock alone does not stop root from reading /proc/<dsh>/environ and
+// cannot hide one folder inside a readable tree, which is why the
+// namespaces carry those parts; bubblewrap would add nothing the two do
+// not, and is not installed on most machines.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Setting is the sandbox setting: auto, required or off.
+type Setting string
+
+// The settings.
+const (
+	// Auto contains commands as far as the machine allows; where it cannot
+	// contain, commands run and the user is told once.
+	Auto Setting = "auto"
+	// Required refuses to run a command the machine cannot contain fully.
+	Required Setting = "required"
+	// Off runs commands unconfined.
+	Off Setting = "off"
+)
+
+// ParseSetting validates a setting ("" is auto).
+func ParseSetting(s string) (Setting, error) {
+	switch Setting(s) {
+	case "", Auto:
+		return Auto, nil
+	case Required, Off:
+		return Setting(s), nil
+	}
+	return "", fmt.Errorf("sandbox must be auto, required or off, got %q", s)
+}
+
+// Level is how much this machine can contain.
+type Level int
+
+// The levels.
+const (
+	// None: no Landlock and no namespaces.
+	None Level = iota
+	// Landlock only: writes contained (and TCP off when asked), but
+	// secret places readable and the dsh process visible.
+	LandlockOnly
+	// Full: everything the policy promises.
+	Full
+)
+
+// Config is the machine-wide part of the policy.
+type Config struct {
+	Setting Setting
+	// Network false turns the network off for commands.
+	Network bool
+	// Hidden are made unreadable (missing ones are skipped): the secret
+	// places and the session root.
+	Hidden []string
+	// Writable are writable for every command besides the session's own
+	// folders: the tool caches (go, npm), so builds keep working.
+	Writable []string
+}
+
+// ErrCannotContain is returned for a command that the setting requires
+// to be contained on a machine that cannot contain it.
+var ErrCannotContain = errors.New("the sandbox is required but cannot be set up on this machine")
+
+// Sandbox decides how each command is contained. Safe for concurrent use.
+type Sandbox struct {
+	cfg Config
+
+	mu    sync.Mutex
+	level Level
+	why   []string // what cannot be contained, for the notice
+}
+
+// New probes the machine and returns the sandbox for cfg.
+func New(cfg Config) *Sandbox {
+	if cfg.Setting == "" {
+		cfg.Setting = Auto
+	}
+	s := &Sandbox{cfg: cfg}
+	s.level, s.why = probe()
+	return s
+}
+
+// Setting is the configured setting.
+func (s *Sandbox) Setting() Setting { return s.cfg.Setting }
+
+// Level is what this machine can contain (after any downgrade).
+func (s *Sandbox) Level() Level {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
+}
+
+// Notice says, for the user, what is not contained on this machine, or
+// "" when everything is (or the sandbox is off).
+func (s *Sandbox) Notice() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Setting == Off || s.level == Full {
+		return ""
+	}
+	lost := "commands run unconfined"
+	if s.level == LandlockOnly {
+		lost = "writes are contained, but secret places (~/.ssh, other sessions' logs) stay readable and the dsh process stays visible to commands"
+	}
+	verb := "run anyway"
+	if s.cfg.Setting == Required {
+		verb = "are refused (sandbox: required)"
+	}
+	return fmt.Sprintf("sandbox: this machine cannot fully contain commands (%s): %s; commands %s", strings.Join(s.why, "; "), lost, verb)
+}
+
+// downgrade records that namespaces failed at run time.
+func (s *Sandbox) downgrade(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.level == Full {
+		s.level = LandlockOnly
+		if landlockABI() == 0 {
+			s.level = None
+		}
+		s.why = append(s.why, "namespaces: "+err.Error())
+	}
+}
+
+// Scope is one command's part of the policy.
+type Scope struct {
+	// Workspace and Writable (additionalDirectories, the session's spill
+	// folder) are writable.
+	Workspace string
+	Writable  []string
+	// ReadOnly allows no writes at all (permission mode read-only).
+	ReadOnly bool
+	// Unconfined runs the command without a sandbox (permission mode full).
+	Unconfined bool
+}
+
+// Command is how one command is started: the reaper flags, the
+// namespaces to start the reaper in, and the environment changes.
+type Command struct {
+	// Contained is false when the command runs unconfined.
+	Contained bool
+	// Policy is the reaper's --policy (see Setup).
+	Policy string
+	// Cloneflags are the namespaces for the reaper (Linux); MapUser asks
+	// for a user namespace mapping our uid and gid to themselves.
+	Cloneflags uintptr
+	MapUser    bool
+	// Env are variables to set in the command's environment.
+	Env []string
+	// fallback is the Command to use if starting with Cloneflags fails.
+	fallback *Command
+}
+
+// Plan returns how to start one command, or ErrCannotContain (wrapped,
+// with the reason) when the setting requires what the machine lacks.
+func (s *Sandbox) Plan(sc Scope) (Command, error) {
+	if s == nil || s.cfg.Setting == Off || sc.Unconfined {
+		return Command{}, nil
+	}
+	level := s.Level()
+	if level < Full && s.cfg.Setting == Required {
+		return Command{}, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(s.why, "; "))
+	}
+	if level == None {
+		return Command{}, nil
+	}
+	p := s.policy(sc)
+	if level == LandlockOnly {
+		return p.command(false), nil
+	}
+	c := p.command(true)
+	if s.cfg.Setting == Auto {
+		fb := p.command(false)
+		c.fallback = &fb
+	}
+	return c, nil
+}
+
+// Fallback returns the Command to retry with after starting c failed with
+// err (namespaces refused at run time), recording the downgrade; false
+// when there is none (required, or c used no namespaces).
+func (s *Sandbox) Fallback(c Command, err error) (Command, bool) {
+	if c.Cloneflags == 0 {
+		return Command{}, false
+	}
+	s.downgrade(err)
+	if c.fallback == nil {
+		return Command{}, false
+	}
+	return *c.fallback, true
+}
+
+func (s *Sandbox) policy(sc Scope) Policy {
+	p := Policy{Network: s.cfg.Network, ReadOnly: sc.ReadOnly, Hidden: clean(s.cfg.Hidden)}
+	if !sc.ReadOnly {
+		p.Writable = clean(append(append([]string{sc.Workspace}, sc.Writable...), s.cfg.Writable...))
+	}
+	return p
+}
+
+func clean(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Describe is what the bash tool tells the model about the sandbox.
+func (s *Sandbox) Describe() string {
+	if s == nil || s.cfg.Setting == Off {
+		return ""
+	}
+	switch s.Level() {
+	case None:
+		if s.cfg.Setting == Required {
+			return " Commands are refused: the sandbox is required but this machine cannot provide it."
+		}
+		return ""
+	case LandlockOnly:
+		return " Commands run in a sandbox: they may write only inside the workspace, its additional directories, the tool caches and /tmp; other writes fail with \"Permission denied\"." + s.netText()
+	}
+	return " Commands run in a sandbox: they may write only inside the workspace, its additional directories and the tool caches (go, npm); /tmp is private to each call (gone after it); other writes fail with \"Permission denied\" or \"Read-only file system\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) are empty, and dsh's own process is not visible." + s.netText()
+}
+
+func (s *Sandbox) netText() string {
+	if s.cfg.Network {
+		return ""
+	}
+	return " The network is off: connections fail."
+}
