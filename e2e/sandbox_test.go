@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dsh-dev/dsh/core/model/modeltest"
+)
+
+// escape is one attempt to get out of the sandbox: a bash command, and
+// how to tell from the host whether it got out.
+type escape struct {
+	name    string
+	command string
+	escaped func(t *testing.T) bool
+}
+
+// sandboxWorld is a workspace with things outside it to reach for: a
+// folder beside it, a secret key in ~/.ssh, another session's log, a
+// setuid binary, and dsh holding an API key in its environment.
+type sandboxWorld struct {
+	*world
+	srv             *modeltest.Server
+	base, outside   string
+	key, otherLog   string
+	apiKey, suidBin string
+}
+
+func newSandboxWorld(t *testing.T) *sandboxWorld {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the escape suite runs as root (CI does): it tests what a root dsh contains")
+	}
+	srv := modeltest.New(t)
+	sw := &sandboxWorld{srv: srv, apiKey: "sk-test-SANDBOX-MARKER"}
+	sw.world = newWorld(t, "DSH_PROVIDER=deepseek-official", "DEEPSEEK_BASE_URL="+srv.URL, "DEEPSEEK_API_KEY="+sw.apiKey)
+	sw.base = filepath.Dir(sw.Cwd)
+	sw.outside = filepath.Join(sw.base, "outside")
+	must(t, os.MkdirAll(sw.outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(sw.outside, "victim"), []byte("original\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(sw.Home, ".ssh"), 0o700))
+	sw.key = filepath.Join(sw.Home, ".ssh", "id_ed25519")
+	must(t, os.WriteFile(sw.key, []byte("PRIVATE-KEY-MARKER\n"), 0o600))
+	sw.otherLog = filepath.Join(sw.Root, "other-project", "session-other", "session.jsonl")
+	must(t, os.MkdirAll(filepath.Dir(sw.otherLog), 0o755))
+	must(t, os.WriteFile(sw.otherLog, []byte(`{"secret":"OTHER-SESSION-MARKER"}`+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(sw.Cwd, "a.txt"), []byte("mine\n"), 0o644))
+	must(t, os.Symlink(sw.outside, filepath.Join(sw.Cwd, "out")))
+	// A setuid copy of id owned by nobody: run unconfined, it reports
+	// nobody's euid; under no_new_privs the bit does nothing.
+	sw.suidBin = filepath.Join(sw.base, "suid-id")
+	idBin, err := exec.LookPath("id")
+	must(t, err)
+	b, err := os.ReadFile(idBin)
+	must(t, err)
+	must(t, os.WriteFile(sw.suidBin, b, 0o755))
+	must(t, os.Chown(sw.suidBin, 65534, 65534))
+	must(t, syscall.Chmod(sw.suidBin, 0o4755)) // os.Chmod would drop the raw setuid bit
+	return sw
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (sw *sandboxWorld) read(name string) string {
+	b, _ := os.ReadFile(filepath.Join(sw.Cwd, name))
+	return string(b)
+}
+
+func exists(path string) bool { _, err := os.Lstat(path); return err == nil }
+
+func (sw *sandboxWorld) escapes(t *testing.T) []escape {
+	u, err := url.Parse(sw.srv.URL)
+	must(t, err)
+	port := u.Port()
+	return []escape{
+		{"write the workspace's parent", `echo x > ../escaped-parent`,
+			func(*testing.T) bool { return exists(filepath.Join(sw.base, "escaped-parent")) }},
+		{"write through a symlink out", `echo x > out/via-symlink`,
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-symlink")) }},
+		{"write through /proc/self/root", `echo x > /proc/self/root` + sw.outside + `/via-proc-root`,
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-proc-root")) }},
+		{"write through a hard link made inside", `ln ` + sw.outside + `/victim hardlink && echo pwned >> hardlink`,
+			func(*testing.T) bool { b, _ := os.ReadFile(filepath.Join(sw.outside, "victim")); return strings.Contains(string(b), "pwned") }},
+		{"mv a file out", `mv a.txt ` + sw.outside + `/moved.txt`,
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "moved.txt")) }},
+		{"read ~/.ssh", `cat ~/.ssh/id_* > leak-ssh`,
+			func(*testing.T) bool { return strings.Contains(sw.read("leak-ssh"), "PRIVATE-KEY-MARKER") }},
+		{"read another session's log", `cat ` + sw.otherLog + ` > leak-log`,
+			func(*testing.T) bool { return strings.Contains(sw.read("leak-log"), "OTHER-SESSION-MARKER") }},
+		{"read dsh's environ", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c SANDBOX-MARKER > leak-env; true`,
+			func(*testing.T) bool { return strings.TrimSpace(sw.read("leak-env")) != "0" && sw.read("leak-env") != "" }},
+		{"connect with the network off", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `' && echo connected > net`,
+			func(*testing.T) bool { return strings.Contains(sw.read("net"), "connected") }},
+		{"gain privileges through a setuid binary", sw.suidBin + ` -u > suid`,
+			func(*testing.T) bool { return strings.TrimSpace(sw.read("suid")) == "65534" }},
+	}
+}
+
+// runEscapes runs every attempt as one bash call of one dsh run.
+func (sw *sandboxWorld) runEscapes(t *testing.T, task string, es []escape, env ...string) result {
+	t.Helper()
+	var calls []modeltest.Call
+	for i, e := range es {
+		calls = append(calls, bashCall(t, "call_"+string(rune('a'+i)), e.command))
+	}
+	sw.srv.Enqueue(modeltest.ToolCallsReply("try", calls...), modeltest.TextReply("done"))
+	saved := sw.Env
+	sw.Env = append(append([]string(nil), sw.Env...), env...)
+	defer func() { sw.Env = saved }()
+	return sw.run(nil, "run", "--permission-mode", "auto", task)
+}
+
+// TestSandboxEscapes: each escape attempt of issue #19 fails under the
+// sandbox and works with sandbox off — so each check can tell.
+func TestSandboxEscapes(t *testing.T) {
+	sw := newSandboxWorld(t)
+	es := sw.escapes(t)
+	r := sw.runEscapes(t, "escape unconfined", es, "DSH_SANDBOX=off")
+	if r.Code != 0 {
+		t.Fatalf("unconfined run: %d\n%s", r.Code, r.Stderr)
+	}
+	for _, e := range es {
+		if !e.escaped(t) {
+			t.Errorf("%s: did not work unconfined either, so the sandboxed check cannot tell (suid=%q)", e.name, sw.read("suid"))
+		}
+	}
+	// Undo what the unconfined run did.
+	for _, p := range []string{filepath.Join(sw.base, "escaped-parent"), filepath.Join(sw.outside, "via-symlink"),
+		filepath.Join(sw.outside, "via-proc-root"), filepath.Join(sw.Cwd, "hardlink")} {
+		os.Remove(p)
+	}
+	must(t, os.WriteFile(filepath.Join(sw.outside, "victim"), []byte("original\n"), 0o644))
+	must(t, os.Rename(filepath.Join(sw.outside, "moved.txt"), filepath.Join(sw.Cwd, "a.txt")))
+	for _, f := range []string{"leak-ssh", "leak-log", "leak-env", "net", "suid"} {
+		os.Remove(filepath.Join(sw.Cwd, f))
+	}
+
+	r = sw.runEscapes(t, "escape the sandbox", es, "DSH_SANDBOX=required", "DSH_SANDBOX_NETWORK=false")
+	if r.Code != 0 {
+		t.Fatalf("sandboxed run: %d\n%s", r.Code, r.Stderr)
+	}
+	for _, e := range es {
+		if e.escaped(t) {
+			t.Errorf("%s: escaped the sandbox", e.name)
+		}
+	}
+}
+
+// TestSandboxCannotKillDsh: a command that finds dsh's pid (its reaper's
+// parent) and SIGKILLs it ends dsh unconfined; sandboxed, dsh is not
+// visible and the run completes.
+func TestSandboxCannotKillDsh(t *testing.T) {
+	sw := newSandboxWorld(t)
+	kill := `P=$(awk '{print $4}' /proc/$PPID/stat); [ "$P" -gt 1 ] && kill -9 "$P"; echo tried`
+	for _, tc := range []struct {
+		setting string
+		killed  bool
+	}{{"off", true}, {"required", false}} {
+		sw.srv.Enqueue(modeltest.ToolCallsReply("kill", bashCall(t, "call_kill", kill)), modeltest.TextReply("still here"))
+		saved := sw.Env
+		sw.Env = append(append([]string(nil), sw.Env...), "DSH_SANDBOX="+tc.setting)
+		r := sw.run(nil, "run", "kill the parent with sandbox "+tc.setting)
+		sw.Env = saved
+		if killed := r.Code == 128+int(syscall.SIGKILL) || r.Code == -1; killed != tc.killed {
+			t.Errorf("sandbox %s: dsh killed=%v (exit %d), want %v\n%s", tc.setting, killed, r.Code, tc.killed, r.Stderr)
+		}
+	}
+}
+
+// TestSandboxKeepsBuildsWorking: git status and commit, go build, and a
+// write to the workspace work under the sandbox.
+func TestSandboxKeepsBuildsWorking(t *testing.T) {
+	sw := newSandboxWorld(t)
+	script := `set -e; git init -q . && git -c user.email=a@b -c user.name=t add a.txt && ` +
+		`git -c user.email=a@b -c user.name=t commit -qm one && git status --short > git-status && ` +
+		`printf 'module m\n\ngo 1.21\n' > go.mod && printf 'package main\nfunc main(){}\n' > main.go && ` +
+		`GOFLAGS=-mod=mod go build -o bin/m . && echo built > built`
+	sw.Env = append(sw.Env, "PATH="+os.Getenv("PATH"), "GOCACHE="+filepath.Join(sw.Home, ".cache", "go-build"), "GOPATH="+filepath.Join(sw.Home, "go"))
+	sw.srv.Enqueue(modeltest.ToolCallsReply("build", bashCall(t, "call_build", script)), modeltest.TextReply("built"))
+	sw.Env = append(sw.Env, "DSH_SANDBOX=required")
+	r := sw.run(nil, "run", "build it")
+	if r.Code != 0 {
+		t.Fatalf("run: %d\n%s", r.Code, r.Stderr)
+	}
+	if sw.read("built") != "built\n" || !exists(filepath.Join(sw.Cwd, ".git", "HEAD")) || !exists(filepath.Join(sw.Cwd, "bin", "m")) {
+		reqs := sw.srv.Requests()
+		t.Fatalf("the build did not work under the sandbox; last request: %s", reqs[len(reqs)-1].Raw)
+	}
+}
