@@ -90,7 +90,10 @@ func (sw *sandboxWorld) escapes(t *testing.T) []escape {
 		{"write through /proc/self/root", `echo x > /proc/self/root` + sw.outside + `/via-proc-root`,
 			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-proc-root")) }},
 		{"write through a hard link made inside", `ln ` + sw.outside + `/victim hardlink && echo pwned >> hardlink`,
-			func(*testing.T) bool { b, _ := os.ReadFile(filepath.Join(sw.outside, "victim")); return strings.Contains(string(b), "pwned") }},
+			func(*testing.T) bool {
+				b, _ := os.ReadFile(filepath.Join(sw.outside, "victim"))
+				return strings.Contains(string(b), "pwned")
+			}},
 		{"mv a file out", `mv a.txt ` + sw.outside + `/moved.txt`,
 			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "moved.txt")) }},
 		{"read ~/.ssh", `cat ~/.ssh/id_* > leak-ssh`,
@@ -98,7 +101,9 @@ func (sw *sandboxWorld) escapes(t *testing.T) []escape {
 		{"read another session's log", `cat ` + sw.otherLog + ` > leak-log`,
 			func(*testing.T) bool { return strings.Contains(sw.read("leak-log"), "OTHER-SESSION-MARKER") }},
 		{"read dsh's environ", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c SANDBOX-MARKER > leak-env; true`,
-			func(*testing.T) bool { return strings.TrimSpace(sw.read("leak-env")) != "0" && sw.read("leak-env") != "" }},
+			func(*testing.T) bool {
+				return strings.TrimSpace(sw.read("leak-env")) != "0" && sw.read("leak-env") != ""
+			}},
 		{"connect with the network off", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `' && echo connected > net`,
 			func(*testing.T) bool { return strings.Contains(sw.read("net"), "connected") }},
 		{"gain privileges through a setuid binary", sw.suidBin + ` -u > suid`,
