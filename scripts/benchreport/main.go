@@ -38,6 +38,8 @@ var targets = []target{
 	{bench: "ContextCacheHits", unit: "cache-hit-ratio", min: 0.9, label: ">= 0.9 over 300 turns with compactions (issue 13)"},
 	{bench: "ContextWake100k", unit: "p50-ms", max: 50, label: "<= 50 ms to the session line, checkpoint near the end (issue 13)"},
 	{bench: "ContextMemory100k", unit: "MiB-peak", max: 30, label: "<= 30 MiB for one dsh sdk holding a 100k-event session (issue 13)"},
+	{bench: "BashStart/reaper", unit: "ms/op", label: "reported: a bash call under the reaper (issue 12)"},
+	{bench: "BashStart/sandbox", unit: "ms/op", label: "reported: goal ≤ 10 ms over BashStart/reaper (issue 19)"},
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
