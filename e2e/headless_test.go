@@ -1225,7 +1225,9 @@ func TestHeadlessSIGTERMDefaultMode(t *testing.T) {
 func TestHeadlessSIGTERMDuringTool(t *testing.T) {
 	t.Parallel()
 	srv := modeltest.New(t)
-	w := newWorld(t, srv.Env()...)
+	// Unconfined: the test checks the pid the command prints, which is a
+	// host pid only outside the sandbox's PID namespace.
+	w := newWorld(t, append(srv.Env(), "DSH_SANDBOX=off")...)
 	srv.Enqueue(modeltest.ToolCallsReply("", modeltest.Call{ID: "call_sleep", Name: "bash",
 		Args: `{"command":"echo $$ > child.pid; exec sleep 30","description":"wait"}`}))
 	started := newFIFO(t, filepath.Join(w.Cwd, "child.pid"))
@@ -1291,7 +1293,9 @@ func TestHeadlessSIGTERMDuringTool(t *testing.T) {
 func TestHeadlessAdoptAfterCrash(t *testing.T) {
 	t.Parallel()
 	srv := modeltest.New(t)
-	w := newWorld(t, srv.Env()...)
+	// Unconfined: the cleanup below signals the pid the command prints,
+	// a host pid only outside the sandbox's PID namespace.
+	w := newWorld(t, append(srv.Env(), "DSH_SANDBOX=off")...)
 	srv.Enqueue(modeltest.ToolCallsReply("run it", modeltest.Call{ID: "call_hang", Name: "bash",
 		Args: `{"command":"echo $$ > child.pid; exec sleep 30","description":"hang"}`}))
 	started := newFIFO(t, filepath.Join(w.Cwd, "child.pid"))

@@ -139,6 +139,8 @@ func settingRows(s Settings) [][3]string {
 		"stepCap": itoa(s.StepCap), "logLevel": strings.ToLower(s.LogLevel.String()),
 		"contextWindow": strconv.FormatInt(s.ContextWindow, 10), "compactAt": strconv.FormatFloat(s.CompactAt, 'g', -1, 64),
 		"webFetchAllowPrivate": strconv.FormatBool(s.WebFetchAllowPrivate),
+		"sandbox":              s.Sandbox,
+		"sandboxNetwork":       strconv.FormatBool(s.SandboxNetwork),
 		"mcpServers":           fmt.Sprintf("%d configured", len(s.MCPServers)),
 		"subagents":            "not configured",
 		"prices":               "not configured",

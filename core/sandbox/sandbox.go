@@ -8,8 +8,9 @@
 //     namespace when the network is off), entered by the reaper
 //     (core/proc) as it starts: a fresh /proc shows only the command's own
 //     processes, a private tmpfs is its /tmp, and secret places are
-//     covered by empty read-only mounts. Root has them; other users get
-//     them through a user namespace where the kernel allows one.
+//     covered by empty mounts. Root (with CAP_SYS_ADMIN) has them; other
+//     users get Landlock alone (a user namespace's uid map cannot be
+//     written for a child of the non-dumpable dsh).
 //   - Landlock (github.com/landlock-lsm/go-landlock), applied by the
 //     reaper to itself before it starts the command: read and execute
 //     everywhere, write only the allowed folders, no signals to processes
