@@ -54,8 +54,10 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 func TestBackgroundJobLifecycle(t *testing.T) {
 	te := newTestEnv(t)
 	withJobs(t, te)
-	// A grandchild in the background of the job's shell, then a banner.
-	id, out := bg(t, te, "sleep 1000 & echo PID=$!; echo ready; exec sleep 1000")
+	// A grandchild in the background of the job's shell, then a banner,
+	// in one write: the call returns once output has been quiet for a
+	// moment, and two echoes could straddle that on a loaded machine.
+	id, out := bg(t, te, "sleep 1000 & printf 'PID=%s\nready\n' $!; exec sleep 1000")
 	contains(t, out, "ready\n", "["+id+" is running;")
 	pid := pidOf(t, out)
 	if !alive(pid) {
