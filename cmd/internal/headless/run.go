@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dsh-dev/dsh/core"
@@ -79,8 +80,12 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 
 	var prog *Progress
 	deltas := make(chan model.Delta)
+	// quit ends the delta forwarding and the spinner once the turn's
+	// events are shown; every return path closes it once.
 	quit := make(chan struct{})
-	defer close(quit)
+	var quitOnce sync.Once
+	stopShowing := func() { quitOnce.Do(func() { close(quit) }) }
+	defer stopShowing()
 	opts := core.SessionOptions{Cwd: cwd, Origin: "run"}
 	if proj == nil {
 		prog = NewProgress(o.Stderr, o.Progress)
@@ -139,6 +144,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		}()
 	}
 	projectTurn(sub, sess.ID(), startSeq, t, proj, prog, deltas, o.Logger)
+	stopShowing() // before the deferred Close, so no late delta can wait on the loop
 	res := t.Result()
 	if proj != nil {
 		_ = proj.Final(res.Text)
