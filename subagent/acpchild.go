@@ -397,36 +397,24 @@ type clientHandler struct {
 	log *slog.Logger
 }
 
-func answer[Req, Resp any](ctx context.Context, params json.RawMessage, fn func(context.Context, Req) (Resp, error)) (any, error) {
-	p, err := wire.DecodeParams[Req](params)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := fn(ctx, p)
-	if err != nil {
-		return nil, wire.FromSDKError(err)
-	}
-	return resp, nil
-}
-
 func (h *clientHandler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	switch method {
 	case acp.ClientMethodSessionRequestPermission:
-		return answer(ctx, params, h.cl.RequestPermission)
+		return wire.Answer(ctx, params, h.cl.RequestPermission)
 	case acp.ClientMethodFsReadTextFile:
-		return answer(ctx, params, h.cl.ReadTextFile)
+		return wire.Answer(ctx, params, h.cl.ReadTextFile)
 	case acp.ClientMethodFsWriteTextFile:
-		return answer(ctx, params, h.cl.WriteTextFile)
+		return wire.Answer(ctx, params, h.cl.WriteTextFile)
 	case acp.ClientMethodTerminalCreate:
-		return answer(ctx, params, h.cl.CreateTerminal)
+		return wire.Answer(ctx, params, h.cl.CreateTerminal)
 	case acp.ClientMethodTerminalOutput:
-		return answer(ctx, params, h.cl.TerminalOutput)
+		return wire.Answer(ctx, params, h.cl.TerminalOutput)
 	case acp.ClientMethodTerminalWaitForExit:
-		return answer(ctx, params, h.cl.WaitForTerminalExit)
+		return wire.Answer(ctx, params, h.cl.WaitForTerminalExit)
 	case acp.ClientMethodTerminalKill:
-		return answer(ctx, params, h.cl.KillTerminal)
+		return wire.Answer(ctx, params, h.cl.KillTerminal)
 	case acp.ClientMethodTerminalRelease:
-		return answer(ctx, params, h.cl.ReleaseTerminal)
+		return wire.Answer(ctx, params, h.cl.ReleaseTerminal)
 	}
 	return nil, wire.Errorf(wire.CodeMethodNotFound, "Method not found: %s", method)
 }

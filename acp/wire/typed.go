@@ -52,8 +52,8 @@ func DecodeParams[T any](params json.RawMessage) (T, error) {
 }
 
 // FromSDKError maps an error of SDK-style code onto the wire: an
-// *sdk.RequestError keeps its code, message and data; an *Error is kept;
-// anything else is -32603 with its text.
+// *sdk.RequestError keeps its code, message and data; an *Error is kept; a
+// cancelled context is ACP's -32800; anything else is -32603 with its text.
 func FromSDKError(err error) error {
 	if err == nil {
 		return nil
@@ -72,5 +72,22 @@ func FromSDKError(err error) error {
 	if errors.As(err, &we) {
 		return we
 	}
+	if errors.Is(err, context.Canceled) {
+		return Errorf(CodeRequestCancelled, "request cancelled")
+	}
 	return Errorf(CodeInternalError, "%v", err)
+}
+
+// Answer decodes a request's params as Req, runs fn on them and maps its
+// error onto the wire: the one shape of every typed handler, on both ends.
+func Answer[Req, Resp any](ctx context.Context, params json.RawMessage, fn func(context.Context, Req) (Resp, error)) (any, error) {
+	p, err := DecodeParams[Req](params)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := fn(ctx, p)
+	if err != nil {
+		return nil, FromSDKError(err)
+	}
+	return resp, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -144,5 +146,34 @@ func TestConnAnswersBadFrames(t *testing.T) {
 		if !strings.Contains(lines[i], w) {
 			t.Errorf("answer %d %s, want %s", i, lines[i], w)
 		}
+	}
+}
+
+// Answer is the one typed-handler shape of both ends: bad params are
+// -32602, a cancelled handler -32800, any other failure -32603.
+func TestAnswerMapsErrors(t *testing.T) {
+	type req struct {
+		N int `json:"n"`
+	}
+	fail := func(err error) func(context.Context, req) (int, error) {
+		return func(context.Context, req) (int, error) { return 0, err }
+	}
+	for _, tc := range []struct {
+		params string
+		err    error
+		code   int
+	}{
+		{`{"n":"x"}`, nil, CodeInvalidParams},
+		{`{"n":1}`, fmt.Errorf("handler: %w", context.Canceled), CodeRequestCancelled},
+		{`{"n":1}`, errors.New("boom"), CodeInternalError},
+	} {
+		_, err := Answer(context.Background(), json.RawMessage(tc.params), fail(tc.err))
+		var we *Error
+		if !errors.As(err, &we) || we.Code != tc.code {
+			t.Errorf("%s / %v: got %v, want code %d", tc.params, tc.err, err, tc.code)
+		}
+	}
+	if res, err := Answer(context.Background(), nil, func(_ context.Context, r req) (int, error) { return r.N + 1, nil }); err != nil || res != 1 {
+		t.Errorf("absent params: %v %v", res, err)
 	}
 }
