@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,34 +95,7 @@ func BenchmarkContextWake100k(b *testing.B) {
 	w := newBenchWorld(b, `{"steps":[{"text":"ok"}],"repeat":"last"}`)
 	const id = "session-bench-wake-100k"
 	writeCompactedSession(b, w, id, 100_000)
-	ds := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		cmd := w.command("run", "--json", "--session-id", id, "one more thing")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		br := bufio.NewReader(out)
-		line, err := br.ReadString('\n')
-		d := time.Since(start)
-		b.StopTimer()
-		_, _ = io.Copy(io.Discard, br)
-		werr := cmd.Wait()
-		if err != nil || !strings.HasPrefix(line, `{"type":"session",`) || werr != nil {
-			b.Fatalf("first line %q (%v), exit %v, stderr %s", line, err, werr, errb.String())
-		}
-		ds = append(ds, d)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	reportDurations(b, ds)
+	benchFirstSessionLine(b, w, "run", "--json", "--session-id", id, "one more thing")
 }
 
 // BenchmarkContextMemory100k reports the resident memory of one `dsh sdk`

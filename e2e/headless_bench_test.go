@@ -87,10 +87,17 @@ func reportDurations(b *testing.B, ds []time.Duration) {
 // scripted step) and the exit are outside the timer.
 func BenchmarkRunStartup(b *testing.B) {
 	w := newBenchWorld(b, `{"steps":[{"text":"ok"}],"repeat":"last"}`)
+	benchFirstSessionLine(b, w, "run", "--json", "hello")
+}
+
+// benchFirstSessionLine times, b.N times, dsh with args from process start
+// to its first `session` line; the rest of the run and the exit are
+// outside the timer.
+func benchFirstSessionLine(b *testing.B, w *benchWorld, args ...string) {
 	ds := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cmd := w.command("run", "--json", "hello")
+		cmd := w.command(args...)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			b.Fatal(err)
@@ -105,14 +112,10 @@ func BenchmarkRunStartup(b *testing.B) {
 		line, err := br.ReadString('\n')
 		d := time.Since(start)
 		b.StopTimer()
-		if err != nil || !strings.HasPrefix(line, `{"type":"session",`) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			b.Fatalf("first line %q, err %v, stderr %s", line, err, errb.String())
-		}
 		_, _ = io.Copy(io.Discard, br)
-		if err := cmd.Wait(); err != nil {
-			b.Fatalf("run: %v, stderr %s", err, errb.String())
+		werr := cmd.Wait()
+		if err != nil || !strings.HasPrefix(line, `{"type":"session",`) || werr != nil {
+			b.Fatalf("first line %q (%v), exit %v, stderr %s", line, err, werr, errb.String())
 		}
 		ds = append(ds, d)
 		b.StartTimer()
