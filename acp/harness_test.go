@@ -91,8 +91,9 @@ type hopts struct {
 	onOutboxFull     func()
 }
 
-func start(t *testing.T, o hopts) *harness {
-	t.Helper()
+// withDefaults fills what a test left out: fresh root and workspace, mode
+// auto, a script that answers "ok".
+func (o hopts) withDefaults(t *testing.T) hopts {
 	if o.root == "" {
 		o.root = t.TempDir()
 	}
@@ -105,6 +106,12 @@ func start(t *testing.T, o hopts) *harness {
 	if o.script == nil {
 		o.script = map[string]any{"steps": []any{map[string]any{"text": "ok"}}, "repeat": "last"}
 	}
+	return o
+}
+
+func start(t *testing.T, o hopts) *harness {
+	t.Helper()
+	o = o.withDefaults(t)
 	rt := newRuntime(t, o.root, o.script, o.mode)
 	h := &harness{t: t, rt: rt, root: o.root, cwd: o.cwd, cl: newTestClient(), done: make(chan error, 1)}
 

@@ -31,18 +31,7 @@ type rawClient struct {
 
 func startRaw(t *testing.T, o hopts) *rawClient {
 	t.Helper()
-	if o.root == "" {
-		o.root = t.TempDir()
-	}
-	if o.cwd == "" {
-		o.cwd = t.TempDir()
-	}
-	if o.mode == "" {
-		o.mode = permission.ModeAuto
-	}
-	if o.script == nil {
-		o.script = map[string]any{"steps": []any{map[string]any{"text": "ok"}}, "repeat": "last"}
-	}
+	o = o.withDefaults(t)
 	rt := newRuntime(t, o.root, o.script, o.mode)
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
