@@ -200,3 +200,33 @@ func TestRunCtrlCExits130AfterRecordingAbort(t *testing.T) {
 		t.Errorf("the turn was not recorded aborted:\n%s", show.Stdout)
 	}
 }
+
+// --log-level info and debug say what the session did, from its committed
+// events, and never print the API key.
+func TestLogLevelsShowTheWork(t *testing.T) {
+	w := newWorld(t)
+	w.Env = append(w.Env, w.scriptEnv(progressScripts["refused-write"])...)
+	w.Env = append(w.Env, "DEEPSEEK_API_KEY=sk-never-printed-1234")
+	quiet := w.run(nil, "run", "--quiet", "do it")
+	if strings.Contains(quiet.Stderr, "level=") {
+		t.Errorf("the default level logged events: %q", quiet.Stderr)
+	}
+	info := w.run(nil, "run", "--log-level", "info", "do it")
+	for _, want := range []string{`msg="model response"`, "promptTokens=", `msg="tool result"`, "took=",
+		"msg=permission", "tool=write decision=deny", `msg="turn end"`} {
+		if !strings.Contains(info.Stderr, want) {
+			t.Errorf("--log-level info lacks %q:\n%s", want, info.Stderr)
+		}
+	}
+	debug := w.run(nil, "run", "--log-level", "debug", "do it")
+	for _, want := range []string{`msg="tool call"`, `msg="model request prefix"`, "systemBytes="} {
+		if !strings.Contains(debug.Stderr, want) {
+			t.Errorf("--log-level debug lacks %q:\n%s", want, debug.Stderr)
+		}
+	}
+	for _, r := range []result{info, debug} {
+		if strings.Contains(r.Stderr, "sk-never-printed") || strings.Contains(r.Stdout, "sk-never-printed") {
+			t.Fatal("the API key reached the output")
+		}
+	}
+}
