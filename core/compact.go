@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -387,6 +388,7 @@ func (s *Session) checkpointState() *event.CheckpointState {
 		st.Unclaimed = append(st.Unclaimed, t.msg)
 	}
 	st.Environment = s.envFacts
+	st.AdditionalDirectories = slices.Clone(s.dirs)
 	cfg := s.cfg
 	st.Config = &cfg
 	if s.hdrSeen {
@@ -583,6 +585,7 @@ func (s *Session) atCheckpoint(ev event.Event, payload any) {
 	if st.PermissionMode != "" {
 		s.mode = permission.Mode(st.PermissionMode)
 	}
+	s.dirs = slices.Clone(st.AdditionalDirectories)
 	s.mu.Unlock()
 }
 

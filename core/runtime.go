@@ -231,7 +231,9 @@ type SessionOptions struct {
 	MCPServers []mcp.ServerConfig
 	// AdditionalDirs are more workspace roots (absolute; ACP
 	// additionalDirectories): the permission gate treats paths under them
-	// as inside the workspace.
+	// as inside the workspace, and the sandbox lets commands write them.
+	// They are recorded for a new session; a resumed one keeps the set
+	// its log records (Session.SetAdditionalDirs replaces it).
 	AdditionalDirs []string
 }
 
@@ -358,7 +360,12 @@ func (r *Runtime) create(opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.newSession(lg, nil, opts, cfg, false)
+	s, err := r.newSession(lg, nil, opts, cfg, false)
+	if err != nil {
+		_ = lg.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 func (r *Runtime) resume(opts SessionOptions) (*Session, error) {

@@ -13,6 +13,7 @@ import (
 	_ "image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/google/uuid"
@@ -117,7 +118,6 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed,
 		reads: tool.NewReadTracker(), spill: tool.NewSpill(lg.Dir()), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
-		dirs: append([]string(nil), opts.AdditionalDirs...),
 	}
 	close(s.idle)
 	s.jobs = tool.NewJobs(s.spill, r.cfg.Exec)
@@ -156,6 +156,13 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 			if err := s.SetConfig(want); err != nil {
 				return nil, err
 			}
+		}
+	}
+	// A new session records its roots as its first fact; a resumed one
+	// has them from its log (a door that replaces them says so).
+	if !resumed && len(opts.AdditionalDirs) > 0 {
+		if err := s.SetAdditionalDirs(opts.AdditionalDirs); err != nil {
+			return nil, err
 		}
 	}
 	s.startMCP(opts)
@@ -200,6 +207,12 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.envFacts = d.State.Environment
 		}
 		s.atCheckpoint(ev, payload)
+	case event.TypeSessionDirs:
+		if d, err := payloadOf[event.SessionDirs](ev, payload); err == nil {
+			s.mu.Lock()
+			s.dirs = slices.Clone(d.AdditionalDirectories)
+			s.mu.Unlock()
+		}
 	case event.TypeConfigChange:
 		if d, err := payloadOf[event.ConfigChange](ev, payload); err == nil {
 			// cfg, mode and titled are read under mu (absorb runs under
@@ -632,12 +645,29 @@ func (s *Session) AdditionalDirs() []string {
 	return append([]string(nil), s.dirs...)
 }
 
-// SetAdditionalDirs replaces them (a door that opens a live session again
-// passes its client's list).
-func (s *Session) SetAdditionalDirs(dirs []string) {
+// SetAdditionalDirs replaces them with dirs (absolute paths; a door
+// checks that they are directories), recording a session/directories
+// event when the set differs from the one in force, so a resume in
+// another process restores it. The same set again records nothing.
+func (s *Session) SetAdditionalDirs(dirs []string) error {
+	clean := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("%w: additional directory %q is not an absolute path", ErrBadInput, d)
+		}
+		clean = append(clean, filepath.Clean(d))
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	s.dirs = append([]string(nil), dirs...)
+	same := slices.Equal(s.dirs, clean)
 	s.mu.Unlock()
+	if same {
+		return nil
+	}
+	d := event.SessionDirs{AdditionalDirectories: clean}
+	_, err := s.commitLocked(event.New(event.TypeSessionDirs, d), d)
+	return err
 }
 
 // Rules are the remembered permission rules of the session's project.

@@ -71,6 +71,9 @@ type CheckpointState struct {
 	// Environment is the facts of the last context message, so a resume
 	// from here sends a new one only when a fact changed.
 	Environment *EnvFacts `json:"environment,omitempty"`
+	// AdditionalDirectories are the workspace roots of the last
+	// session/directories event.
+	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
 }
 
 // CheckpointMessage is one model-facing message of a checkpoint's history.

@@ -41,6 +41,11 @@ const (
 	TypeSubagentEnd        = "subagent/end"
 	TypePermissionDecision = "permission/decision"
 	TypeConfigChange       = "session/config"
+	// TypeSessionDirs records the session's additional workspace roots
+	// (ACP additionalDirectories) when they are first set and whenever a
+	// door replaces them: a resume in another process puts them in force
+	// again, and listings report them.
+	TypeSessionDirs = "session/directories"
 	// TypeEnvironment is the runtime's context message: environment facts
 	// and project instructions, a user-role message the model sees before
 	// the prompt it accompanies (never shown as the user's words).
@@ -64,6 +69,7 @@ var known = map[string]bool{
 	TypeToolCall: true, TypeToolResult: true, TypeRequestHeader: true, TypeRequestContext: true,
 	TypeInboxSpliced: true, TypeSessionTitle: true, TypeTodoWrite: true, TypeSessionEndSeed: true,
 	TypeSubagentStart: true, TypeSubagentEnd: true, TypePermissionDecision: true, TypeConfigChange: true,
+	TypeSessionDirs:     true,
 	TypeAssistantChunk:  true,
 	TypeEnvironment:     true,
 	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
@@ -102,7 +108,7 @@ func New(typ string, data any) Event {
 	switch typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
-	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeEnvironment,
+	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeSessionDirs, TypeEnvironment,
 		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer:
 		ev.Ignorable = true
 	}

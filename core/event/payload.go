@@ -532,6 +532,15 @@ type ConfigChange struct {
 	PermissionMode string `json:"permissionMode,omitempty"`
 }
 
+// SessionDirs is the payload of session/directories: the complete list of
+// the session's workspace roots besides its cwd from this event on
+// (absolute, cleaned; empty when a door cleared them). Paths under them
+// are inside the workspace for the permission gate, and writable in the
+// sandbox.
+type SessionDirs struct {
+	AdditionalDirectories []string `json:"additionalDirectories"`
+}
+
 // Chunk types of an assistant/chunk, in the order a model call streams
 // them: a block-start before a block's first delta, deltas, then (once the
 // call is complete) a block-end per block in index order, usage, finish.

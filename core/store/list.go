@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/dsh-dev/dsh/core/event"
 )
 
 // warn reports a skipped session on stderr through slog, never stdout.
@@ -16,15 +18,17 @@ func warn(msg string, args ...any) { slog.Warn(msg, args...) }
 // scanChunk is the read size of the backward scans of List.
 const scanChunk = 1 << 20
 
-// titlePattern finds session/title records without decoding other lines.
-// Inside a JSON string a quote is escaped (\"), so these exact bytes occur
-// only where a string token equals session/title: usually the type of a
-// title record, and every hit is confirmed by decoding its line.
-var titlePattern = []byte(`"session/title"`)
+// listedTypes are the event types a listing reports the last record of:
+// the title, and the additional workspace roots. Their quoted names are
+// searched as bytes without decoding other lines: inside a JSON string a
+// quote is escaped (\"), so these exact bytes occur only where a string
+// token equals the type name, usually the type of such a record, and
+// every hit is confirmed by decoding its line.
+var listedTypes = []string{event.TypeSessionTitle, event.TypeSessionDirs}
 
 // summarize builds the Info of one session directory cheaply: the header
 // line, the last complete record (seq and time) and a backward byte scan
-// for the last session/title record.
+// for the last session/title and session/directories records.
 func summarize(dir string) (Info, error) {
 	path := filepath.Join(dir, logFile)
 	f, err := os.Open(path)
@@ -59,7 +63,19 @@ func summarize(dir string) (Info, error) {
 		info.Events = int(seq) + 1
 		info.UpdatedAt = t
 	}
-	info.Title = sc.lastTitle()
+	last := sc.lastOfTypes(listedTypes)
+	if raw, ok := last[event.TypeSessionTitle]; ok {
+		var d event.SessionTitle
+		if json.Unmarshal(raw, &d) == nil {
+			info.Title = d.Title
+		}
+	}
+	if raw, ok := last[event.TypeSessionDirs]; ok {
+		var d event.SessionDirs
+		if json.Unmarshal(raw, &d) == nil {
+			info.AdditionalDirs = d.AdditionalDirectories
+		}
+	}
 	return info, nil
 }
 
@@ -154,45 +170,63 @@ func (t *tailScanner) lastNewlineAtOrBefore(pos int64) (int64, bool) {
 	return 0, false
 }
 
-// lastTitle returns the title of the last session/title record, or "".
-func (t *tailScanner) lastTitle() string {
-	overlap := int64(len(titlePattern) - 1)
-	buf := make([]byte, min(scanChunk, max(t.size-t.from, 0))+overlap)
-	var hits []int64
-	for hi := t.size; hi > t.from; {
+// lastOfTypes returns the data of the last record of each of types
+// (those it finds), in one backward pass over the log that stops once
+// every type is found.
+func (t *tailScanner) lastOfTypes(types []string) map[string]json.RawMessage {
+	found := map[string]json.RawMessage{}
+	patterns := make([][]byte, len(types))
+	overlap := 0
+	for i, typ := range types {
+		patterns[i] = []byte(`"` + typ + `"`)
+		overlap = max(overlap, len(patterns[i])-1)
+	}
+	buf := make([]byte, min(scanChunk, max(t.size-t.from, 0))+int64(overlap))
+	for hi := t.size; hi > t.from && len(found) < len(types); {
 		lo := max(t.from, hi-scanChunk)
-		n := hi - lo + min(overlap, t.size-hi)
+		n := hi - lo + min(int64(overlap), t.size-hi)
 		got, err := t.f.ReadAt(buf[:n], lo)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return ""
+			return found
 		}
-		// Forward search is SIMD-fast; hits are rare, so collect them and
-		// try them from the last.
-		hits = hits[:0]
-		for i := 0; ; {
-			j := bytes.Index(buf[i:got], titlePattern)
-			if j < 0 {
-				break
-			}
-			hits = append(hits, lo+int64(i+j))
-			i += j + 1
-		}
-		for k := len(hits) - 1; k >= 0; k-- {
-			line, ok := t.lineAt(hits[k])
-			if !ok {
-				continue
-			}
-			var rec struct {
-				Type string `json:"type"`
-				Data struct {
-					Title string `json:"title"`
-				} `json:"data"`
-			}
-			if json.Unmarshal(line, &rec) == nil && rec.Type == "session/title" {
-				return rec.Data.Title
+		for i, typ := range types {
+			if _, ok := found[typ]; !ok {
+				if raw, ok := t.lastIn(buf[:got], lo, patterns[i], typ); ok {
+					found[typ] = raw
+				}
 			}
 		}
 		hi = lo
 	}
-	return ""
+	return found
+}
+
+// lastIn returns the data of the last record of type typ whose type token
+// (pattern) starts in chunk, which begins at offset lo of the file.
+// Forward search is SIMD-fast and hits are rare, so it collects them and
+// tries them from the last.
+func (t *tailScanner) lastIn(chunk []byte, lo int64, pattern []byte, typ string) (json.RawMessage, bool) {
+	var hits []int64
+	for i := 0; ; {
+		j := bytes.Index(chunk[i:], pattern)
+		if j < 0 {
+			break
+		}
+		hits = append(hits, lo+int64(i+j))
+		i += j + 1
+	}
+	for k := len(hits) - 1; k >= 0; k-- {
+		line, ok := t.lineAt(hits[k])
+		if !ok {
+			continue
+		}
+		var rec struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Type == typ {
+			return rec.Data, true
+		}
+	}
+	return nil, false
 }

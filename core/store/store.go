@@ -32,11 +32,14 @@ type Header struct {
 
 // Info summarises a stored session for listings.
 type Info struct {
-	Header    Header
-	Dir       string
-	Title     string // last session/title, or ""
-	UpdatedAt int64  // epoch ms: time of the last event, else the file mtime
-	Events    int    // number of events
+	Header Header
+	Dir    string
+	Title  string // last session/title, or ""
+	// AdditionalDirs are the workspace roots of the last
+	// session/directories record (nil: none).
+	AdditionalDirs []string
+	UpdatedAt      int64 // epoch ms: time of the last event, else the file mtime
+	Events         int   // number of events
 }
 
 // Errors callers test with errors.Is.
