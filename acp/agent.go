@@ -117,7 +117,11 @@ func checkCwd(cwd string) (string, error) {
 
 // checkDirs validates additionalDirectories: absolute paths of existing
 // directories (cleaned, each once). They become workspace roots of the
-// session: the permission gate treats paths under them as inside.
+// session: the permission gate treats paths under them as inside, the
+// sandbox lets commands write them. A lifecycle request's list is the
+// session's complete set, none when it is omitted (ACP: "when omitted or
+// empty, no additional roots are activated"); the session records a
+// change, so session/list reports the set in force.
 func checkDirs(dirs []string) ([]string, error) {
 	var out []string
 	for i, d := range dirs {
@@ -270,7 +274,9 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	st.s.SetAdditionalDirs(dirs)
+	if err := st.s.SetAdditionalDirs(dirs); err != nil {
+		return sdk.LoadSessionResponse{}, rpcError(codeInternalError, "session %s: recording additionalDirectories: %v", st.id, err)
+	}
 	if err := st.proj.replay(ctx); err != nil {
 		if ctx.Err() != nil {
 			return sdk.LoadSessionResponse{}, ctx.Err() // -32800
@@ -298,7 +304,9 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	st.s.SetAdditionalDirs(dirs)
+	if err := st.s.SetAdditionalDirs(dirs); err != nil {
+		return sdk.ResumeSessionResponse{}, rpcError(codeInternalError, "session %s: recording additionalDirectories: %v", st.id, err)
+	}
 	cmds := availableCommands()
 	_ = a.pump.enqueueWait(ctx, item{st: st, update: &cmds})
 	return sdk.ResumeSessionResponse{Modes: modeState(st.s.Mode()), ConfigOptions: a.configOptions(st.s.Config(), st.s.Mode())}, nil
@@ -395,7 +403,7 @@ func (a *agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 	}
 	end := min(offset+listPageSize, len(infos))
 	for _, in := range infos[offset:end] {
-		si := sdk.SessionInfo{SessionId: sdk.SessionId(in.Header.ID), Cwd: in.Header.Cwd}
+		si := sdk.SessionInfo{SessionId: sdk.SessionId(in.Header.ID), Cwd: in.Header.Cwd, AdditionalDirectories: in.AdditionalDirs}
 		if in.Title != "" {
 			si.Title = sdk.Ptr(in.Title)
 		}

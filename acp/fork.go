@@ -53,11 +53,14 @@ func (a *agent) ForkSession(ctx context.Context, p sdk.UnstableForkSessionReques
 		return none, nil, rpcError(codeInternalError, "forking session %s: %v", src, err)
 	}
 	st := newSessState(a, id, cwd)
-	opts := withMCP(a.sessionOptions(st), servers)
-	opts.AdditionalDirs = dirs
-	s, err := a.rt.Resume(ctx, id, opts)
+	s, err := a.rt.Resume(ctx, id, withMCP(a.sessionOptions(st), servers))
 	if err != nil {
 		return none, nil, coreError(err)
+	}
+	// The copy holds the source's roots; the request's list replaces them.
+	if err := s.SetAdditionalDirs(dirs); err != nil {
+		_ = s.Close(ctx)
+		return none, nil, rpcError(codeInternalError, "forking session %s: recording additionalDirectories: %v", src, err)
 	}
 	st.attach(a, s)
 	if err := a.adopt(st); err != nil {
