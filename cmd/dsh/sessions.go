@@ -386,6 +386,10 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 				}
 				fmt.Fprintln(w)
 			}
+		case event.TypeSessionDirs:
+			if d, err := event.Decode[event.SessionDirs](ev); err == nil {
+				fmt.Fprintf(w, "workspace roots besides the cwd: %s\n", rootsText(d.AdditionalDirectories))
+			}
 		case event.TypeCompactionCheckpoint:
 			if d, err := event.Decode[event.CompactionCheckpoint](ev); err == nil {
 				fmt.Fprintf(w, "context compacted (%s): %d messages summarised, about %d tokens before, %d after\n",
@@ -404,6 +408,18 @@ func writeTranscript(w io.Writer, h store.Header, events []event.Event) {
 		// Step boundaries, tool/call (shown from the assistant message),
 		// request records and inbox splices carry nothing a reader needs.
 	}
+}
+
+// rootsText lists additional workspace roots on one line.
+func rootsText(dirs []string) string {
+	if len(dirs) == 0 {
+		return "none"
+	}
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		out[i] = printable(d)
+	}
+	return strings.Join(out, ", ")
 }
 
 func reasonText(r event.TurnEndReason) string {
