@@ -37,8 +37,11 @@ const (
 	TypeSessionEndSeed = "session/end-seed"
 	// Types of our own. They are marked ignorable when written, so a reader
 	// that does not know them (the original's) may skip them.
+	// (subagent/progress: what an out-of-process child reported while its
+	// subagent call ran, see SubagentProgress.)
 	TypeSubagentStart      = "subagent/start"
 	TypeSubagentEnd        = "subagent/end"
+	TypeSubagentProgress   = "subagent/progress"
 	TypePermissionDecision = "permission/decision"
 	TypeConfigChange       = "session/config"
 	// TypeSessionDirs records the session's additional workspace roots
@@ -73,7 +76,7 @@ var known = map[string]bool{
 	TypeAssistantChunk:  true,
 	TypeEnvironment:     true,
 	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
-	TypeMCPServer: true,
+	TypeMCPServer: true, TypeSubagentProgress: true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -108,7 +111,7 @@ func New(typ string, data any) Event {
 	switch typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
-	case TypeSubagentStart, TypeSubagentEnd, TypePermissionDecision, TypeConfigChange, TypeSessionDirs, TypeEnvironment,
+	case TypeSubagentStart, TypeSubagentEnd, TypeSubagentProgress, TypePermissionDecision, TypeConfigChange, TypeSessionDirs, TypeEnvironment,
 		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer:
 		ev.Ignorable = true
 	}

@@ -502,6 +502,49 @@ type SubagentEnd struct {
 	Output         string `json:"output,omitempty"`
 }
 
+// SubagentProgress is the payload of subagent/progress: one step of an
+// out-of-process child, reported while the parent's subagent call runs (an
+// in-process child's own events are in this runtime already). Kind is
+// ProgressToolCall (Title says what the call does) or ProgressMessage (Text
+// is the child's latest completed message, cut to about 300 runes).
+// Skipped counts tool calls before this one that were not recorded because
+// the parent's log fell behind the child.
+type SubagentProgress struct {
+	CallID         string `json:"callId"`
+	ChildSessionID string `json:"childSessionId,omitempty"`
+	Kind           string `json:"kind"`
+	Title          string `json:"title,omitempty"`
+	Text           string `json:"text,omitempty"`
+	Skipped        int    `json:"skipped,omitempty"`
+}
+
+// Kinds of subagent progress.
+const (
+	ProgressToolCall = "tool_call"
+	ProgressMessage  = "message"
+)
+
+// ProgressText is what a message progress shows of a child's message: its
+// last non-blank text block, trimmed and cut to 300 runes (an ellipsis
+// marks the cut). Both sources of child progress (a remote child's
+// subagent/progress, an in-process child's own messages) use it.
+func ProgressText(content []ContentBlock) string {
+	text := ""
+	for _, b := range content {
+		if b.Type == BlockText && strings.TrimSpace(b.Text) != "" {
+			text = strings.TrimSpace(b.Text)
+		}
+	}
+	n := 0
+	for i := range text {
+		if n == 300 {
+			return text[:i] + "…"
+		}
+		n++
+	}
+	return text
+}
+
 // PermissionDecision is the payload of permission/decision: what the gate
 // decided for one tool call, and why.
 type PermissionDecision struct {
