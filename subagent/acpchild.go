@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/permission"
 )
 
@@ -42,7 +43,7 @@ type acpChild struct {
 
 	callCtx
 	mu   sync.Mutex
-	bufs map[acp.SessionId]*strings.Builder
+	runs map[acp.SessionId]*acpRun
 
 	wg sync.WaitGroup // cancel notifications in flight
 	closer
@@ -59,7 +60,7 @@ func spawnACP(ctx context.Context, r *Registry, s spawnSpec) (*acpChild, error) 
 		return nil, fmt.Errorf("could not start the ACP agent: %w", err)
 	}
 	c := &acpChild{reg: r, proc: p, parent: s.parent, cwd: s.cwd, log: r.log,
-		bufs: map[acp.SessionId]*strings.Builder{}, closer: newCloser()}
+		runs: map[acp.SessionId]*acpRun{}, closer: newCloser()}
 	c.conn = newACPConn(p.stdin, p.stdout, (*acpClient)(c), r.log.With("subagent", s.name))
 
 	ictx, cancel := context.WithTimeout(ctx, r.initTimeout)
@@ -110,21 +111,41 @@ func (c *acpChild) open(ctx context.Context) (string, error) {
 	return string(resp.SessionId), nil
 }
 
-func (c *acpChild) prompt(ctx context.Context, sid, text string) runResult {
-	buf := &strings.Builder{}
+// acpRun is what one prompt of an ACP child has streamed: the agent's
+// message text, and how much of it was already reported as progress.
+type acpRun struct {
+	out      strings.Builder
+	reported int
+	rep      *reporter
+}
+
+// flush reports the message streamed since the last report: it is
+// complete once the agent moves on (a tool call, the prompt's answer).
+func (r *acpRun) flush() {
+	s := r.out.String()
+	if len(s) > r.reported {
+		r.rep.message([]event.ContentBlock{event.Text(s[r.reported:])})
+		r.reported = len(s)
+	}
+}
+
+func (c *acpChild) prompt(ctx context.Context, sid, text string, rep *reporter) runResult {
+	run := &acpRun{rep: rep}
 	c.mu.Lock()
-	c.bufs[acp.SessionId(sid)] = buf
+	c.runs[acp.SessionId(sid)] = run
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
-		delete(c.bufs, acp.SessionId(sid))
+		delete(c.runs, acp.SessionId(sid))
 		c.mu.Unlock()
 	}()
 	resp, err := c.conn.Prompt(ctx, acp.PromptRequest{SessionId: acp.SessionId(sid), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
-	// The SDK has run every notification sent before the response by now
-	// (its response barrier), so the buffer is complete.
+	// acp/wire has run every notification sent before the response by now
+	// (they are handled on its reading goroutine, in wire order), so the
+	// text is complete.
 	c.mu.Lock()
-	out := buf.String()
+	run.flush()
+	out := run.out.String()
 	c.mu.Unlock()
 	if err != nil {
 		r := runResult{outcome: outcome{StopReason: StopError, Output: out}, broken: true}
@@ -223,18 +244,27 @@ func (c *acpChild) pid() int { return c.proc.pid() }
 // notifications the agent sends us.
 type acpClient acpChild
 
-// SessionUpdate keeps agent message text. It runs on the connection's
-// reading goroutine, so it must stay this cheap.
+// SessionUpdate keeps agent message text and reports tool calls (and the
+// message before each) as progress. It runs on the connection's reading
+// goroutine, so it must stay this cheap: the reporter only queues.
 func (a *acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	u := n.Update.AgentMessageChunk
-	if u == nil || u.Content.Text == nil {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	run := a.runs[n.SessionId]
+	if run == nil {
 		return nil
 	}
-	a.mu.Lock()
-	if b := a.bufs[n.SessionId]; b != nil {
-		b.WriteString(u.Content.Text.Text)
+	switch u := n.Update; {
+	case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+		run.out.WriteString(u.AgentMessageChunk.Content.Text.Text)
+	case u.ToolCall != nil:
+		run.flush()
+		title := strings.TrimSpace(u.ToolCall.Title)
+		if title == "" {
+			title = strings.TrimSpace("tool call " + string(u.ToolCall.Kind))
+		}
+		run.rep.toolCall(title, "", "")
 	}
-	a.mu.Unlock()
 	return nil
 }
 

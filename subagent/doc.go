@@ -61,9 +61,12 @@
 //
 // A call records subagent/start in the parent's log before the run and
 // subagent/end after it (Local is true for inproc, whose child session also
-// lives in this runtime). The child's permission requests are answered by
-// the parent session's gate (Session.Decide), so the parent's mode, rules
-// and client decide for the child. Cancelling the parent's turn cancels
+// lives in this runtime). Between them, a remote child's tool calls and
+// completed messages are recorded as subagent/progress (progress.go), so
+// the parent's doors show what it is doing while it runs; an inproc
+// child's own events are in this runtime already. The child's permission
+// requests are answered by the parent session's gate (Session.Decide), so
+// the parent's mode, rules and client decide for the child. Cancelling the parent's turn cancels
 // the child (core cancel, SDK session/cancel, ACP session/cancel); a child
 // that has not stopped within a second is killed, so the call returns
 // within 2 s and no process survives it.

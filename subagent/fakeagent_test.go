@@ -30,6 +30,8 @@ import (
 //	ACP-PERM        asks permission for an edit, reports the outcome
 //	ACP-ENV <NAME>  reports NAME's value (or <unset>)
 //	ACP-PID         reports its pid
+//	ACP-GATE <fifo> a chunk, a tool call, then reads fifo (blocks until a
+//	                writer closes it), completes the call and answers
 type fakeAgent struct {
 	conn     *acp.AgentSideConnection
 	sessions atomic.Int64
@@ -147,12 +149,29 @@ func (a *fakeAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.Prompt
 		}
 		a.say(ctx, sid, arg+"="+v)
 		return end(acp.StopReasonEndTurn)
+	case "ACP-GATE":
+		return a.gate(ctx, sid, arg)
 	case "ACP-PID":
 		a.say(ctx, sid, strconv.Itoa(os.Getpid()))
 		return end(acp.StopReasonEndTurn)
 	}
 	a.say(ctx, sid, "unknown prompt "+text)
 	return end(acp.StopReasonEndTurn)
+}
+
+// gate is ACP-GATE: the test sees the tool call while the agent waits.
+func (a *fakeAgent) gate(ctx context.Context, sid acp.SessionId, fifo string) (acp.PromptResponse, error) {
+	a.say(ctx, sid, "looking at ")
+	a.say(ctx, sid, "the gate")
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid,
+		Update: acp.StartToolCall("tc-gate", "Read the gate", acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusPending))})
+	if _, err := os.ReadFile(fifo); err != nil {
+		a.say(ctx, sid, "gate: "+err.Error())
+	}
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid,
+		Update: acp.UpdateToolCall("tc-gate", acp.WithUpdateStatus(acp.ToolCallStatusCompleted))})
+	a.say(ctx, sid, "through the gate")
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 }
 
 func (a *fakeAgent) Cancel(context.Context, acp.CancelNotification) error { return nil }

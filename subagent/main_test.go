@@ -129,6 +129,10 @@ func script(dir string) string {
 			conv("CHILD-MCP", "last",
 				map[string]any{"toolCalls": []any{call("mcp__web__echo", map[string]any{"text": "through the parent's server"})}},
 				text("mcp done")),
+			conv("CHILD-GATE", "last",
+				map[string]any{"text": "looking at the gate", "toolCalls": []any{call("bash", map[string]any{
+					"command": "cat " + filepath.Join(dir, gateName), "description": "wait at the gate"})}},
+				text("through the gate")),
 			conv("CHILD-BRISK", "last", map[string]any{"text": "brisk answer", "chunkRunes": 3, "deltaDelayMs": 60}),
 			conv("PARENT-PAR", "last",
 				map[string]any{"toolCalls": []any{sub("first", "CHILD-BRISK a"), sub("second", "CHILD-BRISK b")}},

@@ -20,9 +20,11 @@ const maxIdlePerKey = 4
 type remote interface {
 	// open starts a fresh child session and returns its id.
 	open(ctx context.Context) (string, error)
-	// prompt runs text in session sid to its end. It returns promptly
-	// once ctx is done (the run is then abandoned, not stopped: see cancel).
-	prompt(ctx context.Context, sid, text string) runResult
+	// prompt runs text in session sid to its end, reporting the child's
+	// progress to rep as it goes. It returns promptly once ctx is done (the
+	// run is then abandoned, not stopped: see cancel); rep is not used
+	// after it returns.
+	prompt(ctx context.Context, sid, text string, rep *reporter) runResult
 	// cancel asks the child to stop sid's run; it does not wait.
 	cancel(sid string)
 	// finish tidies sid after a run of a child that goes back to the pool;

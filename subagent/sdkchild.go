@@ -64,8 +64,8 @@ func spawnSDK(ctx context.Context, r *Registry, s spawnSpec) (*sdkChild, error) 
 
 func (c *sdkChild) open(context.Context) (string, error) { return c.cl.NewSession().ID(), nil }
 
-func (c *sdkChild) prompt(ctx context.Context, sid, text string) runResult {
-	res, err := c.cl.Session(sid).Run(ctx, text)
+func (c *sdkChild) prompt(ctx context.Context, sid, text string, rep *reporter) runResult {
+	res, err := c.cl.Session(sid).Run(ctx, text, client.OnEvent(func(ev client.Event) { report(rep, ev.Event) }))
 	var r runResult
 	var last *event.TurnEndReason
 	if res != nil {
@@ -107,6 +107,25 @@ func (c *sdkChild) prompt(ctx context.Context, sid, text string) runResult {
 	// happened.
 	r.StopReason, r.Diagnostic = fromTurnEnd(*last)
 	return r
+}
+
+// report passes a dsh child's tool calls and messages on to rep (Run calls
+// it on its own goroutine, which rep never blocks).
+func report(rep *reporter, ev event.Event) {
+	switch ev.Type {
+	case event.TypeToolCall:
+		if tc, err := event.Decode[event.ToolCall](ev); err == nil {
+			name := tc.Name
+			if tc.RepairedName != "" {
+				name = tc.RepairedName // the tool that ran
+			}
+			rep.toolCall("", name, tc.Arguments)
+		}
+	case event.TypeAssistantMessage:
+		if am, err := event.Decode[event.AssistantMessage](ev); err == nil {
+			rep.message(am.Message.Content)
+		}
+	}
 }
 
 // describeTransport says how an SDK child's connection ended, with the end

@@ -343,7 +343,9 @@ func (c *call) remote(ctx context.Context) outcome {
 		r.log.Debug("subagent: a pooled child failed session/new; spawning a fresh one", "agent", c.p.name, "err", err)
 	}
 	c.start(sid)
-	o, clean := r.drive(ctx, ch, sid, c.a.Prompt)
+	rep := c.reporter(sid)
+	o, clean := r.drive(ctx, ch, sid, c.a.Prompt, rep)
+	rep.close() // its progress is in the log before subagent/end
 	cancelled := ctx.Err() != nil
 	reusable := c.p.pool && clean && ch.finish(context.WithoutCancel(ctx), sid)
 	if cancelled && !reusable {
@@ -364,11 +366,11 @@ func (c *call) remote(ctx context.Context) outcome {
 // drive runs one prompt on ch. When ctx ends first the child is asked to
 // cancel (session/cancel) and given cancelGrace to stop; one that does not
 // is killed. clean reports whether the child is still fit for reuse.
-func (r *Registry) drive(ctx context.Context, ch *child, sid, text string) (o outcome, clean bool) {
+func (r *Registry) drive(ctx context.Context, ch *child, sid, text string, rep *reporter) (o outcome, clean bool) {
 	runCtx, hard := context.WithCancel(context.Background())
 	defer hard()
 	done := make(chan runResult, 1)
-	go func() { done <- ch.prompt(runCtx, sid, text) }()
+	go func() { done <- ch.prompt(runCtx, sid, text, rep) }()
 	select {
 	case res := <-done:
 		return res.outcome, !res.broken
