@@ -9,12 +9,20 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 )
 
-// A subagent run in this process (the inproc provider) is a child session of
-// the same runtime: its committed events reach the door's subscription like
-// the parent's. While the parent's subagent call runs, the child's tool
-// calls and its latest message are shown in that call's content, so the
-// editor's card says what the delegated agent is doing. The call's result
-// replaces that content when it lands.
+// While the parent's subagent call runs, the child's tool calls and its
+// latest message are shown in that call's content, so the editor's card
+// says what the delegated agent is doing; the call's result replaces that
+// content when it lands. The progress comes from two sources, rendered
+// alike (childProgress):
+//   - an in-process child (the inproc provider) is a child session of the
+//     same runtime: its committed events reach the door's subscription like
+//     the parent's, routed by subagent/start's child session id;
+//   - an out-of-process child (dsh-sdk, ACP agents) reports through the
+//     gateway, which commits subagent/progress to the parent's log. Those
+//     events replay with the rest on session/load: the log says what the
+//     editor saw, the result that follows them replaces their content as it
+//     did live, and a call that never got its result still shows how far
+//     its child came.
 
 // maxProgressLines bounds the child tool calls listed in one update.
 const maxProgressLines = 12
@@ -32,23 +40,41 @@ type childProgress struct {
 	dropped int
 }
 
-// noteChild records a parent's subagent/start, so the child's events are
-// routed to the parent's call. Called by the subscription goroutine, which
-// sees the start before any event of the child.
+// noteChild follows a parent's subagent calls, so the events of an
+// in-process child are routed to the parent's call: subagent/start links
+// the child, subagent/end (after the child's last event) unlinks it.
+// Called by the subscription goroutine, which sees the start before any
+// event of the child. Links of parent sessions closed since (a call whose
+// end was never committed) are dropped when the next child is linked.
 func (a *agent) noteChild(st *sessState, ev event.Event) {
-	if ev.Type != event.TypeSubagentStart {
-		return
+	switch ev.Type {
+	case event.TypeSubagentStart:
+		d, err := event.Decode[event.SubagentStart](ev)
+		if err != nil || d.ChildSessionID == "" {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.children == nil {
+			a.children = map[string]childLink{}
+		}
+		for id, l := range a.children {
+			if l.st.closed {
+				delete(a.children, id)
+			}
+		}
+		a.children[d.ChildSessionID] = childLink{st: st, callID: d.CallID}
+	case event.TypeSubagentEnd:
+		d, err := event.Decode[event.SubagentEnd](ev)
+		if err != nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if l, ok := a.children[d.ChildSessionID]; ok && l.st == st && l.callID == d.CallID {
+			delete(a.children, d.ChildSessionID)
+		}
 	}
-	d, err := event.Decode[event.SubagentStart](ev)
-	if err != nil || d.ChildSessionID == "" {
-		return
-	}
-	a.mu.Lock()
-	if a.children == nil {
-		a.children = map[string]childLink{}
-	}
-	a.children[d.ChildSessionID] = childLink{st: st, callID: d.CallID}
-	a.mu.Unlock()
 }
 
 func (a *agent) childOf(id string) (childLink, bool) {
@@ -58,16 +84,17 @@ func (a *agent) childOf(id string) (childLink, bool) {
 	return l, ok
 }
 
-// childEvent projects one event of a child into its parent call's content.
+// childCount is how many child sessions are routed (tests).
+func (a *agent) childCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.children)
+}
+
+// childEvent projects one event of an in-process child into its parent
+// call's content.
 func (p *projector) childEvent(callID string, ev event.Event) (sdk.SessionUpdate, bool) {
-	if p.progress == nil {
-		p.progress = map[string]*childProgress{}
-	}
-	cp := p.progress[callID]
-	if cp == nil {
-		cp = &childProgress{}
-		p.progress[callID] = cp
-	}
+	d := event.SubagentProgress{CallID: callID}
 	switch ev.Type {
 	case event.TypeToolCall:
 		tc, err := event.Decode[event.ToolCall](ev)
@@ -75,32 +102,76 @@ func (p *projector) childEvent(callID string, ev event.Event) (sdk.SessionUpdate
 			return sdk.SessionUpdate{}, false
 		}
 		info, _ := p.a.describeCall(p.st, tc.CallID, tc.Name, tc.Arguments)
-		cp.lines = append(cp.lines, "▸ "+info.title)
-		if len(cp.lines) > maxProgressLines {
-			cp.lines = cp.lines[1:]
-			cp.dropped++
-		}
+		d.Kind, d.Title = event.ProgressToolCall, info.title
 	case event.TypeAssistantMessage:
 		am, err := event.Decode[event.AssistantMessage](ev)
 		if err != nil {
 			return sdk.SessionUpdate{}, false
 		}
-		text := ""
-		for _, b := range am.Message.Content {
-			if b.Type == event.BlockText && strings.TrimSpace(b.Text) != "" {
-				text = strings.TrimSpace(b.Text)
-			}
-		}
-		if text == "" {
-			return sdk.SessionUpdate{}, false
-		}
-		if r := []rune(text); len(r) > 300 {
-			text = string(r[:300]) + "…"
-		}
-		cp.latest = text
+		d.Kind, d.Text = event.ProgressMessage, event.ProgressText(am.Message.Content)
 	default:
 		return sdk.SessionUpdate{}, false
 	}
+	return p.showProgress(d)
+}
+
+// subagentProgress projects a subagent/progress of the parent's log.
+func (p *projector) subagentProgress(ev event.Event) ([]sdk.SessionUpdate, func()) {
+	d, err := event.Decode[event.SubagentProgress](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	if u, ok := p.showProgress(d); ok {
+		return []sdk.SessionUpdate{u}, nil
+	}
+	return nil, nil
+}
+
+// subagentEnd forgets what was shown of the call's child: its result
+// follows.
+func (p *projector) subagentEnd(ev event.Event) ([]sdk.SessionUpdate, func()) {
+	if d, err := event.Decode[event.SubagentEnd](ev); err == nil {
+		delete(p.progress, d.CallID)
+	}
+	return nil, nil
+}
+
+// showProgress adds one step of a child to what its parent call shows and
+// renders the call's content anew.
+func (p *projector) showProgress(d event.SubagentProgress) (sdk.SessionUpdate, bool) {
+	if d.CallID == "" {
+		return sdk.SessionUpdate{}, false
+	}
+	if p.progress == nil {
+		p.progress = map[string]*childProgress{}
+	}
+	cp := p.progress[d.CallID]
+	if cp == nil {
+		cp = &childProgress{}
+		p.progress[d.CallID] = cp
+	}
+	switch d.Kind {
+	case event.ProgressToolCall:
+		cp.dropped += d.Skipped
+		cp.lines = append(cp.lines, "▸ "+d.Title)
+		if len(cp.lines) > maxProgressLines {
+			cp.lines = cp.lines[1:]
+			cp.dropped++
+		}
+	case event.ProgressMessage:
+		if d.Text == "" {
+			return sdk.SessionUpdate{}, false
+		}
+		cp.latest = d.Text
+	default:
+		return sdk.SessionUpdate{}, false
+	}
+	return sdk.UpdateToolCall(sdk.ToolCallId(d.CallID), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(cp.render()))})), true
+}
+
+// render is the call's content: the child's recent tool calls and its
+// latest message.
+func (cp *childProgress) render() string {
 	var b strings.Builder
 	b.WriteString("Subagent working")
 	if cp.dropped > 0 {
@@ -113,5 +184,5 @@ func (p *projector) childEvent(callID string, ev event.Event) (sdk.SessionUpdate
 	if cp.latest != "" {
 		b.WriteString("\nLatest: " + cp.latest)
 	}
-	return sdk.UpdateToolCall(sdk.ToolCallId(callID), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(b.String()))})), true
+	return b.String()
 }

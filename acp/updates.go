@@ -39,7 +39,7 @@ type projector struct {
 	cost         float64
 	costCurrency string
 	lastUsage    *sdk.SessionUpdate
-	// progress of in-process subagents, by the parent call showing it.
+	// progress of subagents, by the parent call showing it (progress.go).
 	progress map[string]*childProgress
 }
 
@@ -271,6 +271,12 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		}
 		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
 			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil
+
+	case event.TypeSubagentProgress:
+		return p.subagentProgress(ev)
+
+	case event.TypeSubagentEnd:
+		return p.subagentEnd(ev)
 
 	case event.TypeCompactionCheckpoint:
 		cp, err := event.Decode[event.CompactionCheckpoint](ev)

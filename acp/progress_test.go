@@ -1,0 +1,160 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/tool"
+)
+
+// remoteTool plays the subagent gateway with an out-of-process child: it
+// commits subagent/start, the child's progress, waits at its gate, then
+// commits the last progress and subagent/end and answers.
+type remoteTool struct {
+	atGate  chan struct{}
+	release chan struct{}
+}
+
+func (remoteTool) Name() string            { return "subagent" }
+func (remoteTool) Description() string     { return "delegate" }
+func (remoteTool) Schema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (remoteTool) Kind() tool.Kind         { return tool.KindExecute }
+func (remoteTool) ParallelSafe() bool      { return true }
+func (remoteTool) Inspect(json.RawMessage, *tool.Env) (tool.Access, error) {
+	return tool.Access{Title: "Subagent (remote): gate"}, nil
+}
+
+func (r remoteTool) Run(ctx context.Context, _ json.RawMessage, env *tool.Env) tool.Result {
+	rec := func(typ string, data any) {
+		if err := env.Record(event.New(typ, data)); err != nil {
+			panic(err)
+		}
+	}
+	kid := "remote-kid"
+	rec(event.TypeSubagentStart, event.SubagentStart{CallID: env.CallID, Provider: "remote", ChildSessionID: kid})
+	rec(event.TypeSubagentProgress, event.SubagentProgress{CallID: env.CallID, ChildSessionID: kid, Kind: event.ProgressMessage, Text: "looking at the gate"})
+	rec(event.TypeSubagentProgress, event.SubagentProgress{CallID: env.CallID, ChildSessionID: kid, Kind: event.ProgressToolCall, Title: "Read the gate", Skipped: 2})
+	close(r.atGate)
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+		return tool.ErrorResult("cancelled")
+	}
+	rec(event.TypeSubagentProgress, event.SubagentProgress{CallID: env.CallID, ChildSessionID: kid, Kind: event.ProgressMessage, Text: "through the gate"})
+	rec(event.TypeSubagentEnd, event.SubagentEnd{CallID: env.CallID, Provider: "remote", ChildSessionID: kid, StopReason: event.ReasonCompleted})
+	return tool.TextResult("through the gate")
+}
+
+// progressText is the content text of a tool call update for callID.
+func progressText(u sdk.SessionUpdate, callID string) (string, bool) {
+	tu := u.ToolCallUpdate
+	if tu == nil || string(tu.ToolCallId) != callID {
+		return "", false
+	}
+	var b strings.Builder
+	for _, c := range tu.Content {
+		if c.Content != nil && c.Content.Content.Text != nil {
+			b.WriteString(c.Content.Content.Text.Text)
+		}
+	}
+	return b.String(), true
+}
+
+// A remote child's subagent/progress shows in the parent's tool call while
+// the call runs, rendered as an in-process child's progress; its result
+// then replaces it. A session/load replays the progress before the result.
+func TestRemoteSubagentProgress(t *testing.T) {
+	const callID = "call_sub"
+	h := start(t, hopts{script: script(
+		step("toolCalls", calls(map[string]any{"id": callID, "name": "subagent", "arguments": map[string]any{}})),
+		step("text", "parent done"))})
+	rt := remoteTool{atGate: make(chan struct{}), release: make(chan struct{})}
+	h.rt.RegisterTool(rt)
+	h.initialize(sdk.ClientCapabilities{})
+	id := h.newSession().SessionId
+	done := make(chan sdk.PromptResponse, 1)
+	go func() { done <- h.promptText(id, "delegate") }()
+
+	wantLive := "Subagent working (2 earlier calls not shown):\n▸ Read the gate\n\nLatest: looking at the gate"
+	<-rt.atGate
+	h.cl.waitFor(t, "the child's progress in the call", func() bool {
+		for _, u := range h.cl.updates[id] {
+			if txt, ok := progressText(u, callID); ok && txt == wantLive {
+				return true
+			}
+		}
+		return false
+	})
+	for _, u := range h.cl.got(id) {
+		if tu := u.ToolCallUpdate; tu != nil && tu.Status != nil && *tu.Status == sdk.ToolCallStatusCompleted {
+			t.Fatalf("the call completed while its child was at the gate")
+		}
+	}
+	close(rt.release)
+	if r := <-done; r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v", r)
+	}
+	live := callTexts(h.cl.got(id), callID)
+	if n := len(live); n < 2 || live[n-1] != "through the gate" ||
+		live[n-2] != "Subagent working (2 earlier calls not shown):\n▸ Read the gate\n\nLatest: through the gate" {
+		t.Fatalf("the call showed %q, want the last progress, then the result", live)
+	}
+
+	h.cl.reset(id)
+	if _, err := h.conn.LoadSession(h.ctx(), sdk.LoadSessionRequest{SessionId: id, Cwd: h.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	if replayed := callTexts(h.cl.got(id), callID); strings.Join(replayed, "|") != strings.Join(live, "|") {
+		t.Errorf("replay showed\n%q\nlive\n%q", replayed, live)
+	}
+}
+
+// callTexts is the content of each of callID's updates that has some.
+func callTexts(us []sdk.SessionUpdate, callID string) []string {
+	var out []string
+	for _, u := range us {
+		if txt, ok := progressText(u, callID); ok && txt != "" {
+			out = append(out, txt)
+		}
+	}
+	return out
+}
+
+// The routing of in-process children is dropped when the call's
+// subagent/end lands, and links of a closed parent when the next child is
+// linked: a long session does not accumulate them.
+func TestChildLinksPruned(t *testing.T) {
+	rt := newRuntime(t, t.TempDir(), script(step("text", "ok")), permission.ModeAuto)
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	a := newAgent(rt, Options{Logger: testLogger(t)})
+	st, other := newSessState(a, "parent", t.TempDir()), newSessState(a, "other", t.TempDir())
+	startOf := func(call, kid string) event.Event {
+		return event.New(event.TypeSubagentStart, event.SubagentStart{CallID: call, Provider: "inproc", ChildSessionID: kid})
+	}
+	endOf := func(call, kid string) event.Event {
+		return event.New(event.TypeSubagentEnd, event.SubagentEnd{CallID: call, Provider: "inproc", ChildSessionID: kid, Local: true})
+	}
+	a.noteChild(st, startOf("c1", "k1"))
+	a.noteChild(st, startOf("c2", "k2"))
+	if a.childCount() != 2 {
+		t.Fatalf("%d links, want 2", a.childCount())
+	}
+	a.noteChild(st, endOf("c9", "k1")) // another call's end: kept
+	a.noteChild(st, endOf("c1", "k1"))
+	if _, ok := a.childOf("k1"); ok || a.childCount() != 1 {
+		t.Fatalf("k1 still routed after its end (%d links)", a.childCount())
+	}
+	a.mu.Lock()
+	st.closed = true // the parent closed with c2 never ended
+	a.mu.Unlock()
+	a.noteChild(other, startOf("c3", "k3"))
+	if _, ok := a.childOf("k2"); ok || a.childCount() != 1 {
+		t.Fatalf("the closed parent's child still routed (%d links)", a.childCount())
+	}
+}
