@@ -873,17 +873,25 @@ func TestSubagentSuccess(t *testing.T) {
 			checkNotes(t, o, kids, protocol.SubagentOK, event.ReasonCompleted, plan.Children[saInproc].Text)
 		case saACP:
 			checkACPProgress(t, o, kids)
-			// The in-process child's progress shows in its call while it
-			// runs: its latest message.
-			shown := false
-			for _, fr := range o.Frames {
-				if u := fr.update(); u != nil && u["toolCallId"] == saCallID(saInproc) {
+			// Every child's progress shows in its call before the result:
+			// its latest message (an inproc child's own events, a remote
+			// child's subagent/progress).
+			for _, a := range saBuiltins {
+				shown := false
+				for _, fr := range o.Frames {
+					u := fr.update()
+					if u == nil || u["toolCallId"] != saCallID(a) {
+						continue
+					}
+					if u["status"] == "completed" {
+						break
+					}
 					txt := saACPContentText(u)
-					shown = shown || (strings.Contains(txt, "Subagent working") && strings.Contains(txt, "Latest: "+plan.Children[saInproc].Text))
+					shown = shown || (strings.Contains(txt, "Subagent working") && strings.Contains(txt, "Latest: "+plan.Children[a].Text))
 				}
-			}
-			if !shown {
-				t.Errorf("the inproc child's progress never showed in its call")
+				if !shown {
+					t.Errorf("the %s child's progress never showed in its call before its result", a)
+				}
 			}
 		}
 	})
