@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -78,6 +79,8 @@ type world struct {
 	Root string
 	Home string
 	Env  []string
+	// As, when set, runs the binary as that user (run only).
+	As *syscall.Credential
 }
 
 // newWorld makes a world whose binary talks to modelEnv (for example a
@@ -136,6 +139,9 @@ func (w *world) run(stdin io.Reader, args ...string) result {
 	cmd.Dir = w.Cwd
 	cmd.Env = w.Env
 	cmd.Stdin = stdin
+	if w.As != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.As}
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,11 +14,33 @@ import (
 )
 
 // escape is one attempt to get out of the sandbox: a bash command, and
-// how to tell from the host whether it got out.
+// how to tell from the host whether it got out. rootOnly attempts work
+// unconfined only when dsh runs as root (a non-root dsh is non-dumpable:
+// its environ is unreadable to its commands even unconfined).
 type escape struct {
-	name    string
-	command string
-	escaped func(t *testing.T) bool
+	name     string
+	command  string
+	escaped  func(t *testing.T) bool
+	rootOnly bool
+}
+
+// sandboxUser is whom dsh runs as in a sandbox test: root, as CI and
+// containers run it, or an unprivileged uid, as every editor user does,
+// whose reaper makes the namespaces through a user namespace.
+type sandboxUser struct {
+	name string
+	as   *syscall.Credential // nil: root, as the test runs
+}
+
+// forEachSandboxUser runs f as root and as nobody. The test itself must
+// be root (CI is): it makes the worlds, a setuid binary and chowns them.
+func forEachSandboxUser(t *testing.T, f func(t *testing.T, u sandboxUser)) {
+	if os.Geteuid() != 0 {
+		t.Skip("the escape suite runs as root (CI does): it runs dsh as root and as nobody, and makes a setuid binary")
+	}
+	for _, u := range []sandboxUser{{"root", nil}, {"nobody", &syscall.Credential{Uid: 65534, Gid: 65534}}} {
+		t.Run(u.name, func(t *testing.T) { f(t, u) })
+	}
 }
 
 // sandboxWorld is a workspace with things outside it to reach for: a
@@ -29,16 +52,20 @@ type sandboxWorld struct {
 	base, outside   string
 	key, otherLog   string
 	apiKey, suidBin string
+	// suidUID is the euid the setuid binary gives unconfined: nobody's
+	// for a root dsh, root's for nobody's.
+	suidUID string
 }
 
-func newSandboxWorld(t *testing.T) *sandboxWorld {
+func newSandboxWorld(t *testing.T, u sandboxUser) *sandboxWorld {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("the escape suite runs as root (CI does): it tests what a root dsh contains")
+	if u.as != nil {
+		needUserNamespaces(t, u)
 	}
 	srv := modeltest.New(t)
 	sw := &sandboxWorld{srv: srv, apiKey: "sk-test-SANDBOX-MARKER"}
 	sw.world = newWorld(t, "DSH_PROVIDER=deepseek-official", "DEEPSEEK_BASE_URL="+srv.URL, "DEEPSEEK_API_KEY="+sw.apiKey)
+	sw.As = u.as
 	sw.base = filepath.Dir(sw.Cwd)
 	sw.outside = filepath.Join(sw.base, "outside")
 	must(t, os.MkdirAll(sw.outside, 0o755))
@@ -51,17 +78,56 @@ func newSandboxWorld(t *testing.T) *sandboxWorld {
 	must(t, os.WriteFile(sw.otherLog, []byte(`{"secret":"OTHER-SESSION-MARKER"}`+"\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(sw.Cwd, "a.txt"), []byte("mine\n"), 0o644))
 	must(t, os.Symlink(sw.outside, filepath.Join(sw.Cwd, "out")))
-	// A setuid copy of id owned by nobody: run unconfined, it reports
-	// nobody's euid; under no_new_privs the bit does nothing.
+	if u.as != nil {
+		giveTo(t, sw.base, u.as)
+	}
+	// A setuid copy of id owned by someone else: run unconfined, it
+	// reports that owner's euid; under no_new_privs (and, in a user
+	// namespace, for an owner not mapped there) the bit does nothing.
+	owner := 65534
+	if u.as != nil {
+		owner = 0
+	}
+	sw.suidUID = strconv.Itoa(owner)
 	sw.suidBin = filepath.Join(sw.base, "suid-id")
 	idBin, err := exec.LookPath("id")
 	must(t, err)
 	b, err := os.ReadFile(idBin)
 	must(t, err)
 	must(t, os.WriteFile(sw.suidBin, b, 0o755))
-	must(t, os.Chown(sw.suidBin, 65534, 65534))
+	must(t, os.Chown(sw.suidBin, owner, owner))
 	must(t, syscall.Chmod(sw.suidBin, 0o4755)) // os.Chmod would drop the raw setuid bit
 	return sw
+}
+
+// giveTo makes base's tree the user's and its parents (test temp dirs,
+// 0700) passable, and the binary's folder too.
+func giveTo(t *testing.T, base string, as *syscall.Credential) {
+	t.Helper()
+	must(t, filepath.Walk(base, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(as.Uid), int(as.Gid))
+	}))
+	for d := filepath.Dir(base); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+		must(t, os.Chmod(d, 0o755))
+	}
+	must(t, os.Chmod(filepath.Dir(dshBin), 0o755))
+}
+
+// needUserNamespaces skips where the kernel refuses the unprivileged
+// user namespaces a non-root dsh contains with: the reaper is run once as
+// the user with a policy that enters them.
+func needUserNamespaces(t *testing.T, u sandboxUser) {
+	t.Helper()
+	must(t, os.Chmod(filepath.Dir(dshBin), 0o755))
+	cmd := exec.Command(dshBin, "__reap", "--policy", `{"enter":true,"network":true}`, "--", "/bin/true")
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.as}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("this kernel refuses user namespaces to an unprivileged user (sysctl, AppArmor or seccomp), so a non-root dsh gets Landlock alone here: %v %s", err, out)
+	}
 }
 
 func must(t *testing.T, err error) {
@@ -84,37 +150,44 @@ func (sw *sandboxWorld) escapes(t *testing.T) []escape {
 	port := u.Port()
 	return []escape{
 		{"write the workspace's parent", `echo x > ../escaped-parent`,
-			func(*testing.T) bool { return exists(filepath.Join(sw.base, "escaped-parent")) }},
+			func(*testing.T) bool { return exists(filepath.Join(sw.base, "escaped-parent")) }, false},
 		{"write through a symlink out", `echo x > out/via-symlink`,
-			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-symlink")) }},
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-symlink")) }, false},
 		{"write through /proc/self/root", `echo x > /proc/self/root` + sw.outside + `/via-proc-root`,
-			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-proc-root")) }},
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "via-proc-root")) }, false},
 		{"write through a hard link made inside", `ln ` + sw.outside + `/victim hardlink && echo pwned >> hardlink`,
 			func(*testing.T) bool {
 				b, _ := os.ReadFile(filepath.Join(sw.outside, "victim"))
 				return strings.Contains(string(b), "pwned")
-			}},
+			}, false},
 		{"mv a file out", `mv a.txt ` + sw.outside + `/moved.txt`,
-			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "moved.txt")) }},
+			func(*testing.T) bool { return exists(filepath.Join(sw.outside, "moved.txt")) }, false},
 		{"read ~/.ssh", `cat ~/.ssh/id_* > leak-ssh`,
-			func(*testing.T) bool { return strings.Contains(sw.read("leak-ssh"), "PRIVATE-KEY-MARKER") }},
+			func(*testing.T) bool { return strings.Contains(sw.read("leak-ssh"), "PRIVATE-KEY-MARKER") }, false},
 		{"read another session's log", `cat ` + sw.otherLog + ` > leak-log`,
-			func(*testing.T) bool { return strings.Contains(sw.read("leak-log"), "OTHER-SESSION-MARKER") }},
+			func(*testing.T) bool { return strings.Contains(sw.read("leak-log"), "OTHER-SESSION-MARKER") }, false},
 		{"read dsh's environ", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c SANDBOX-MARKER > leak-env; true`,
 			func(*testing.T) bool {
 				return strings.TrimSpace(sw.read("leak-env")) != "0" && sw.read("leak-env") != ""
-			}},
+			}, true},
+		// The [o] keeps the pattern from matching this command's own line.
+		{"see dsh's process", `for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done | grep -c 'permission-m[o]de' > see-dsh; true`,
+			func(*testing.T) bool {
+				return strings.TrimSpace(sw.read("see-dsh")) != "0" && sw.read("see-dsh") != ""
+			}, false},
 		{"connect with the network off", `bash -c 'exec 3<>/dev/tcp/127.0.0.1/` + port + `' && echo connected > net`,
-			func(*testing.T) bool { return strings.Contains(sw.read("net"), "connected") }},
+			func(*testing.T) bool { return strings.Contains(sw.read("net"), "connected") }, false},
 		{"gain privileges through a setuid binary", sw.suidBin + ` -u > suid`,
-			func(*testing.T) bool { return strings.TrimSpace(sw.read("suid")) == "65534" }},
+			func(*testing.T) bool { return strings.TrimSpace(sw.read("suid")) == sw.suidUID }, false},
 	}
 }
 
 // runEscapes runs every attempt as one bash call of one dsh run.
 func (sw *sandboxWorld) runEscapes(t *testing.T, task string, es []escape, env ...string) result {
 	t.Helper()
-	var calls []modeltest.Call
+	// A control first: the sandboxed run must run commands (a refused
+	// one would "fail" every escape).
+	calls := []modeltest.Call{bashCall(t, "call_control", `echo ran > ran`)}
 	for i, e := range es {
 		calls = append(calls, bashCall(t, "call_"+string(rune('a'+i)), e.command))
 	}
@@ -126,15 +199,24 @@ func (sw *sandboxWorld) runEscapes(t *testing.T, task string, es []escape, env .
 }
 
 // TestSandboxEscapes: each escape attempt of issue #19 fails under the
-// sandbox and works with sandbox off — so each check can tell.
-func TestSandboxEscapes(t *testing.T) {
-	sw := newSandboxWorld(t)
+// sandbox and works with sandbox off — so each check can tell — with dsh
+// running as root and as an unprivileged user.
+func TestSandboxEscapes(t *testing.T) { forEachSandboxUser(t, testSandboxEscapes) }
+
+func testSandboxEscapes(t *testing.T, u sandboxUser) {
+	sw := newSandboxWorld(t, u)
 	es := sw.escapes(t)
 	r := sw.runEscapes(t, "escape unconfined", es, "DSH_SANDBOX=off")
 	if r.Code != 0 {
 		t.Fatalf("unconfined run: %d\n%s", r.Code, r.Stderr)
 	}
 	for _, e := range es {
+		if e.rootOnly && u.as != nil {
+			if e.escaped(t) {
+				t.Errorf("%s: worked unconfined for a non-root dsh, which is non-dumpable", e.name)
+			}
+			continue
+		}
 		if !e.escaped(t) {
 			t.Errorf("%s: did not work unconfined either, so the sandboxed check cannot tell (suid=%q)", e.name, sw.read("suid"))
 		}
@@ -146,13 +228,14 @@ func TestSandboxEscapes(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(sw.outside, "victim"), []byte("original\n"), 0o644))
 	must(t, os.Rename(filepath.Join(sw.outside, "moved.txt"), filepath.Join(sw.Cwd, "a.txt")))
-	for _, f := range []string{"leak-ssh", "leak-log", "leak-env", "net", "suid"} {
+	for _, f := range []string{"leak-ssh", "leak-log", "leak-env", "see-dsh", "net", "suid"} {
 		os.Remove(filepath.Join(sw.Cwd, f))
 	}
 
+	os.Remove(filepath.Join(sw.Cwd, "ran"))
 	r = sw.runEscapes(t, "escape the sandbox", es, "DSH_SANDBOX=required", "DSH_SANDBOX_NETWORK=false")
-	if r.Code != 0 {
-		t.Fatalf("sandboxed run: %d\n%s", r.Code, r.Stderr)
+	if r.Code != 0 || sw.read("ran") != "ran\n" {
+		t.Fatalf("sandboxed run: %d, control command ran: %q\n%s", r.Code, sw.read("ran"), r.Stderr)
 	}
 	for _, e := range es {
 		if e.escaped(t) {
@@ -164,8 +247,10 @@ func TestSandboxEscapes(t *testing.T) {
 // TestSandboxCannotKillDsh: a command that finds dsh's pid (its reaper's
 // parent) and SIGKILLs it ends dsh unconfined; sandboxed, dsh is not
 // visible and the run completes.
-func TestSandboxCannotKillDsh(t *testing.T) {
-	sw := newSandboxWorld(t)
+func TestSandboxCannotKillDsh(t *testing.T) { forEachSandboxUser(t, testSandboxCannotKillDsh) }
+
+func testSandboxCannotKillDsh(t *testing.T, u sandboxUser) {
+	sw := newSandboxWorld(t, u)
 	kill := `P=$(awk '{print $4}' /proc/$PPID/stat); [ "$P" -gt 1 ] && kill -9 "$P"; echo tried`
 	for _, tc := range []struct {
 		setting string
@@ -185,7 +270,11 @@ func TestSandboxCannotKillDsh(t *testing.T) {
 // TestSandboxKeepsBuildsWorking: git status and commit, go build, and a
 // write to the workspace work under the sandbox.
 func TestSandboxKeepsBuildsWorking(t *testing.T) {
-	sw := newSandboxWorld(t)
+	forEachSandboxUser(t, testSandboxKeepsBuildsWorking)
+}
+
+func testSandboxKeepsBuildsWorking(t *testing.T, u sandboxUser) {
+	sw := newSandboxWorld(t, u)
 	script := `set -e; git init -q . && git -c user.email=a@b -c user.name=t add a.txt && ` +
 		`git -c user.email=a@b -c user.name=t commit -qm one && git status --short > git-status && ` +
 		`printf 'module m\n\ngo 1.21\n' > go.mod && printf 'package main\nfunc main(){}\n' > main.go && ` +

@@ -95,7 +95,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	for _, p := range s.Patches {
 		logger.Warn("ignoring --patch: dsh has no patch mechanism (accepted so the original's launchers start it unchanged)", "file", p)
 	}
-	sb := newSandbox(s, logger)
+	sb := newSandbox(s, self, logger)
 	rt, err := core.New(core.Config{
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
@@ -204,7 +204,7 @@ func userInstructions() string {
 // the secret places and the session root; writable besides each session's
 // own folders are the tool caches, so go build and npm install keep
 // working. Where the machine cannot contain fully, the user is told once.
-func newSandbox(s Settings, logger *slog.Logger) *sandbox.Sandbox {
+func newSandbox(s Settings, self string, logger *slog.Logger) *sandbox.Sandbox {
 	home, _ := os.UserHomeDir()
 	at := func(env, def string) string {
 		if v := os.Getenv(env); v != "" {
@@ -230,7 +230,7 @@ func newSandbox(s Settings, logger *slog.Logger) *sandbox.Sandbox {
 	} else if home != "" {
 		writable = append(writable, filepath.Join(home, "go", "pkg", "mod"))
 	}
-	sb := sandbox.New(sandbox.Config{Setting: sandbox.Setting(s.Sandbox), Network: s.SandboxNetwork, Hidden: hidden, Writable: writable})
+	sb := sandbox.New(sandbox.Config{Setting: sandbox.Setting(s.Sandbox), Network: s.SandboxNetwork, Hidden: hidden, Writable: writable, Reaper: self})
 	if n := sb.Notice(); n != "" {
 		logger.Warn(n)
 	}

@@ -59,10 +59,9 @@ type Config struct {
 	// its command's whole tree before it goes.
 	ParentDeathSignal syscall.Signal
 	// Cloneflags are namespaces (CLONE_NEW*) to start the child in, Linux
-	// only (the sandbox); MapUser maps our uid and gid to themselves in a
-	// new user namespace (CLONE_NEWUSER in Cloneflags).
+	// only (the sandbox of root: a non-dumpable dsh cannot map a user
+	// namespace for its child; the reaper does that, see ReaperStart).
 	Cloneflags uintptr
-	MapUser    bool
 	// WaitDelay bounds how long reaping waits for the stdio copiers after
 	// the child exited, when a grandchild still holds them (0: 1 s).
 	WaitDelay time.Duration
@@ -100,7 +99,7 @@ func Start(cfg Config) (*Process, error) {
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir
 	cmd.SysProcAttr = sysProcAttr(cfg.NewSession, cfg.ParentDeathSignal)
-	setNamespaces(cmd.SysProcAttr, cfg.Cloneflags, cfg.MapUser)
+	setNamespaces(cmd.SysProcAttr, cfg.Cloneflags, false)
 	cmd.WaitDelay = cfg.WaitDelay
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = time.Second

@@ -25,11 +25,29 @@ type ReaperOptions struct {
 	Grace time.Duration
 	// Setup runs in the reaper after it became a subreaper and before the
 	// command starts; what it restricts (Landlock), the command inherits.
+	// It returns how to start the command (the zero ReaperStart: Argv as it is).
 	// Its error ends the reaper with exit code 126 and the error on stderr.
-	Setup func() error
+	Setup func(argv []string) (ReaperStart, error)
 	// Policy is the --policy flag's value, for the binary's setup (the
 	// sandbox policy); opaque to this package.
 	Policy string
+}
+
+// ReaperStart is how the reaper starts its command, when its setup changes it:
+// the sandbox of a user without CAP_SYS_ADMIN starts the binary again as
+// a second reaper in new user, PID and mount namespaces (which this
+// reaper, unlike dsh, may map: it is dumpable), keeping CAP_SYS_ADMIN
+// there across the exec so the second reaper can mount.
+type ReaperStart struct {
+	// Argv replaces the command's argv when not empty.
+	Argv []string
+	// Cloneflags are namespaces (CLONE_NEW*) to start it in; MapUser maps
+	// our uid and gid to themselves in a new user namespace.
+	Cloneflags uintptr
+	MapUser    bool
+	// AmbientCaps are kept across the exec (Linux capabilities, in the
+	// new user namespace).
+	AmbientCaps []uintptr
 }
 
 // ReaperArgv is the argv that runs argv under the reaper of binary self
@@ -67,8 +85,9 @@ func ParseReaperArgs(args []string) (ReaperOptions, error) {
 // returns the exit code: the command's, or 128+N after signal N (which the
 // reaper re-raises on itself so its parent sees the same signal where it
 // can), 126 when it could not start. setup applies a --policy (the
-// sandbox); a policy without a setup is refused, never ignored.
-func ReaperMain(args []string, stderr io.Writer, setup func(policy string) error) int {
+// sandbox), and says how to start the command; a policy without a setup
+// is refused, never ignored.
+func ReaperMain(args []string, stderr io.Writer, setup func(policy string, argv []string) (ReaperStart, error)) int {
 	o, err := ParseReaperArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)
@@ -79,7 +98,7 @@ func ReaperMain(args []string, stderr io.Writer, setup func(policy string) error
 			fmt.Fprintf(stderr, "dsh: %s: this binary cannot apply a policy\n", ReaperArg)
 			return 126
 		}
-		o.Setup = func() error { return setup(o.Policy) }
+		o.Setup = func(argv []string) (ReaperStart, error) { return setup(o.Policy, argv) }
 	}
 	return RunReaper(o, stderr)
 }

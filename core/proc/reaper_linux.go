@@ -44,21 +44,28 @@ func RunReaper(o ReaperOptions, stderr io.Writer) int {
 	// forked from the same thread, so it stays locked to this goroutine
 	// (and is never reused: the reaper exits after).
 	runtime.LockOSThread()
+	var st ReaperStart
 	if o.Setup != nil {
-		if err := o.Setup(); err != nil {
+		var err error
+		if st, err = o.Setup(o.Argv); err != nil {
 			return fail(err)
 		}
 	}
-	path, err := lookPath(o.Argv[0])
+	argv := o.Argv
+	if len(st.Argv) > 0 {
+		argv = st.Argv
+	}
+	path, err := lookPath(argv[0])
 	if err != nil {
 		return fail(err)
 	}
-	child, err := os.StartProcess(path, o.Argv, &os.ProcAttr{
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, AmbientCaps: st.AmbientCaps}
+	setNamespaces(sys, st.Cloneflags, st.MapUser)
+	child, err := os.StartProcess(path, argv, &os.ProcAttr{
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: sys,
 	})
 	if err != nil {
-		return fail(fmt.Errorf("start %s: %w", o.Argv[0], err))
+		return fail(fmt.Errorf("start %s: %w", argv[0], err))
 	}
 	r := &reaper{child: child.Pid, reaped: make(chan reapedProc, 16)}
 	go r.reapAll()

@@ -15,7 +15,7 @@ import (
 // ended (by the caller), not what detached from it.
 func RunReaper(o ReaperOptions, stderr io.Writer) int {
 	if o.Setup != nil {
-		if err := o.Setup(); err != nil {
+		if _, err := o.Setup(o.Argv); err != nil {
 			fmt.Fprintf(stderr, "dsh: %v\n", err)
 			return 126
 		}

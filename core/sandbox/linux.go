@@ -3,12 +3,15 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
+
+	"github.com/dsh-dev/dsh/core/proc"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -25,36 +28,61 @@ func landlockABI() int {
 	return v
 }
 
-// probe says what this machine can contain, without starting anything:
-// Landlock's ABI, and whether we may make namespaces (root with
-// CAP_SYS_ADMIN, or user namespaces enabled). A namespace start refused
-// at run time downgrades the level then (Sandbox.Fallback).
-func probe() (Level, []string) {
-	var why []string
-	abi := landlockABI()
-	if abi == 0 {
-		why = append(why, "Landlock is not available (Linux 5.13+ with it enabled)")
-	}
-	ns := canNamespace()
-	if !ns {
-		why = append(why, "no PID and mount namespaces (they need root with CAP_SYS_ADMIN)")
+// probe says what this machine can contain: Landlock's ABI, and which
+// namespaces we may make. Root with CAP_SYS_ADMIN starts the reaper in
+// them itself (a start refused at run time downgrades then:
+// Sandbox.Fallback). Another user cannot: a user namespace's uid map must
+// be written by the parent, and dsh makes itself non-dumpable (so no
+// same-user process reads its environ), which makes its child's /proc
+// files root's until the child execs (measured: EACCES). The reaper,
+// exec'd and so dumpable, can: it starts a second reaper in new user, PID
+// and mount namespaces (Policy.Enter). Whether the kernel lets it
+// (sysctls, AppArmor's restrict_unprivileged_userns, a seccomp filter, a
+// /proc it may not mount) is known only by trying, so the reaper runs
+// that once, here, with the machine's policy and /bin/true.
+func probe(cfg Config) probed {
+	var pr probed
+	pr.abi = landlockABI()
+	if pr.abi == 0 {
+		pr.why = append(pr.why, "Landlock is not available (Linux 5.13+ with it enabled)")
+		return pr
 	}
 	switch {
-	case abi > 0 && ns:
-		return Full, nil
-	case abi > 0:
-		return LandlockOnly, why
+	case os.Geteuid() == 0 && hasCapSysAdmin():
+		pr.level = Full
+	case cfg.Reaper == "":
+		pr.level = LandlockOnly
+		pr.why = append(pr.why, "no PID and mount namespaces (root with CAP_SYS_ADMIN, or a reaper binary for a user namespace, is needed)")
+	default:
+		if err := probeUserNS(cfg); err != nil {
+			pr.level = LandlockOnly
+			pr.why = append(pr.why, "unprivileged user namespaces are refused here (a sysctl, AppArmor or seccomp): "+err.Error())
+			break
+		}
+		pr.level, pr.userns = Full, true
 	}
-	return None, why
+	return pr
 }
 
-// canNamespace: root with CAP_SYS_ADMIN. Another user would need a user
-// namespace, whose uid map dsh cannot write for its child: dsh makes
-// itself non-dumpable (so no same-user process reads its environ), which
-// makes the child's /proc files root's until it execs (measured: EACCES).
-// Non-root users therefore get Landlock alone.
-func canNamespace() bool {
-	return os.Geteuid() == 0 && hasCapSysAdmin()
+// probeUserNS runs the reaper with the machine's policy in a user
+// namespace over /bin/true, and returns what went wrong.
+func probeUserNS(cfg Config) error {
+	pol := Policy{Hidden: clean(cfg.Hidden), Network: cfg.Network, Enter: true}
+	var out bytes.Buffer
+	p, err := proc.Start(proc.Config{Argv: proc.ReaperArgv(cfg.Reaper, 0, pol.encode(), "/bin/true"),
+		Stdout: &out, Stderr: &out, TailLines: -1})
+	if err != nil {
+		return err
+	}
+	<-p.Done()
+	if st := p.State(); st == nil || !st.Success() {
+		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "dsh: "))
+		if msg == "" {
+			msg = fmt.Sprintf("the probe ended with %v", p.WaitErr())
+		}
+		return errors.New(msg)
+	}
+	return nil
 }
 
 // hasCapSysAdmin reads CapEff (bit 21) from /proc/self/status.
@@ -75,17 +103,37 @@ func hasCapSysAdmin() bool {
 	return false
 }
 
-func needUserNS() bool { return os.Geteuid() != 0 }
-
-func cloneFlags(netns bool) uintptr {
+// cloneFlags are the namespaces of a contained command: PID and mount,
+// network when it is off; with user, for the second reaper of a user
+// without CAP_SYS_ADMIN.
+func cloneFlags(netns, user bool) uintptr {
 	f := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWNS)
 	if netns {
 		f |= syscall.CLONE_NEWNET
 	}
-	if needUserNS() {
+	if user {
 		f |= syscall.CLONE_NEWUSER
 	}
 	return f
+}
+
+// capSysAdmin is CAP_SYS_ADMIN from <linux/capability.h>.
+const capSysAdmin = 21
+
+// enter is the first reaper's setup for Policy.Enter: start the binary
+// again (/proc/self/exe, valid even if the file was replaced) as a second
+// reaper in new user, PID and mount namespaces (and network, when off),
+// with our uid and gid mapped to themselves (so the command keeps its uid
+// and files their owners) and CAP_SYS_ADMIN kept across its exec (so it
+// can mount; it drops every capability before it starts the command).
+func enter(p Policy, argv []string) (proc.ReaperStart, error) {
+	p.Enter, p.Namespaces = false, true
+	return proc.ReaperStart{
+		Argv:        proc.ReaperArgv("/proc/self/exe", 0, p.encode(), argv...),
+		Cloneflags:  cloneFlags(!p.Network, true),
+		MapUser:     true,
+		AmbientCaps: []uintptr{capSysAdmin},
+	}, nil
 }
 
 // Apply is the reaper's setup for a Policy: the mounts (in the namespaces
@@ -96,12 +144,41 @@ func Apply(p Policy) error {
 		if err := mountView(p); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
+		if err := dropCaps(); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	if err := restrict(p); err != nil {
 		return fmt.Errorf("sandbox: landlock: %w", err)
 	}
 	return nil
 }
+
+// dropCaps drops, on this thread (the one that starts the command), every
+// capability a second reaper holds in its user namespace: the ambient
+// set, which the command would keep across its exec, and the rest. Root's
+// reaper keeps its own (it is root; Landlock bars it from unmounting).
+func dropCaps() error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("clear ambient capabilities: %w", e)
+	}
+	hdr := struct{ version, pid uint32 }{linuxCapabilityVersion3, 0}
+	var data [2]struct{ effective, permitted, inheritable uint32 }
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("drop capabilities: %w", e)
+	}
+	return nil
+}
+
+// From <linux/prctl.h> and <linux/capability.h>.
+const (
+	prCapAmbient            = 47
+	prCapAmbientClearAll    = 4
+	linuxCapabilityVersion3 = 0x20080522
+)
 
 // mountView makes the command's view of the file system: our mounts
 // private, a fresh /proc (the new PID namespace: only the command's
@@ -172,15 +249,6 @@ func cover(path string) error {
 	return nil
 }
 
-func under(path string, roots []string) bool {
-	for _, r := range roots {
-		if rel, err := filepath.Rel(r, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return true
-		}
-	}
-	return false
-}
-
 // restrict applies Landlock to the calling thread, which the caller
 // keeps locked (runtime.LockOSThread) and starts the command from, so the
 // command inherits it: read and execute everywhere, write the writable
@@ -200,10 +268,8 @@ func restrict(p Policy) error {
 	if p.Network || p.Namespaces {
 		cfg.HandledAccessNet = 0
 	}
-	fd, flags, err := cfg.NewRulesetFD(
-		landlock.RODirs("/"),
-		landlock.RWDirs(existing(writable)...).WithRefer().WithIoctlDev(),
-	)
+	rules := []landlock.Rule{landlock.RWDirs(existing(writable)...).WithRefer().WithIoctlDev()}
+	fd, flags, err := cfg.NewRulesetFD(append(rules, readRules(p)...)...)
 	if err != nil {
 		return err
 	}
@@ -215,6 +281,20 @@ func restrict(p Policy) error {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", errno)
 	}
 	return llsys.LandlockRestrictSelf(fd, flags)
+}
+
+// readRules: read and execute everywhere; with hidden places and no mount
+// namespace to cover them, everywhere but there (readAllow).
+func readRules(p Policy) []landlock.Rule {
+	if p.Namespaces || len(p.Hidden) == 0 {
+		return []landlock.Rule{landlock.RODirs("/")}
+	}
+	dirs, files, ways := readAllow(p.Hidden)
+	return []landlock.Rule{
+		landlock.PathAccess(landlock.AccessFSSet(llsys.AccessFSReadDir), ways...),
+		landlock.RODirs(dirs...),
+		landlock.ROFiles(files...),
+	}
 }
 
 // prSetNoNewPrivs is PR_SET_NO_NEW_PRIVS from <linux/prctl.h>.

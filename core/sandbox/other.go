@@ -2,17 +2,23 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/dsh-dev/dsh/core/proc"
+)
 
 func landlockABI() int { return 0 }
 
-func probe() (Level, []string) {
-	return None, []string{"the sandbox exists on Linux only"}
+func probe(Config) probed {
+	return probed{why: []string{"the sandbox exists on Linux only"}}
 }
 
-func needUserNS() bool { return false }
+func cloneFlags(bool, bool) uintptr { return 0 }
 
-func cloneFlags(bool) uintptr { return 0 }
+func enter(Policy, []string) (proc.ReaperStart, error) {
+	return proc.ReaperStart{}, errors.New("sandbox: not supported on this OS")
+}
 
 // Apply cannot contain anything outside Linux.
 func Apply(Policy) error { return errors.New("sandbox: not supported on this OS") }

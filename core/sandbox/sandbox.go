@@ -5,23 +5,28 @@
 //
 // The mechanism is what holds on Linux without extra software:
 //   - namespaces (a PID namespace and a mount namespace, plus a network
-//     namespace when the network is off), entered by the reaper
-//     (core/proc) as it starts: a fresh /proc shows only the command's own
-//     processes, a private tmpfs is its /tmp, and secret places are
-//     covered by empty mounts. Root (with CAP_SYS_ADMIN) has them; other
-//     users get Landlock alone (a user namespace's uid map cannot be
-//     written for a child of the non-dumpable dsh).
+//     namespace when the network is off), where the reaper (core/proc)
+//     mounts a fresh /proc that shows only the command's own processes, a
+//     private tmpfs as /tmp, and empty mounts over the secret places. Root
+//     (with CAP_SYS_ADMIN) starts the reaper in them. Other users cannot
+//     from dsh (a user namespace's uid map cannot be written for a child
+//     of the non-dumpable dsh), so their reaper, once exec'd, starts a
+//     second reaper in new user, PID and mount namespaces that maps their
+//     own uid (Policy.Enter) — where the kernel allows user namespaces,
+//     which New probes once.
 //   - Landlock (github.com/landlock-lsm/go-landlock), applied by the
 //     reaper to itself before it starts the command: read and execute
 //     everywhere, write only the allowed folders, no signals to processes
 //     outside (dsh), no TCP when the network is off and there is no
 //     network namespace. It also sets no_new_privs: setuid binaries do not
-//     gain privileges.
+//     gain privileges. Without namespaces it also keeps the secret places
+//     unreadable, by allowing every entry beside the way to them
+//     (readAllow).
 //
-// Landlock alone does not stop root from reading /proc/<dsh>/environ and
-// cannot hide one folder inside a readable tree, which is why the
-// namespaces carry those parts; bubblewrap would add nothing the two do
-// not, and is not installed on most machines.
+// Landlock alone does not stop root from reading /proc/<dsh>/environ,
+// nor hide dsh's process, which is why the namespaces carry those parts;
+// bubblewrap would add nothing the two do not, and is not installed on
+// most machines.
 package sandbox
 
 import (
@@ -83,6 +88,19 @@ type Config struct {
 	// Writable are writable for every command besides the session's own
 	// folders: the tool caches (go, npm), so builds keep working.
 	Writable []string
+	// Reaper is the binary that dispatches proc.ReaperArg (the dsh binary
+	// itself): with it, a user without CAP_SYS_ADMIN gets namespaces
+	// through a user namespace, if the probe (one run of it) says the
+	// kernel allows them.
+	Reaper string
+}
+
+// probed is what the machine can contain.
+type probed struct {
+	level  Level
+	abi    int      // Landlock ABI (0: none)
+	userns bool     // Full through a user namespace (Policy.Enter)
+	why    []string // what it cannot, for the notice
 }
 
 // ErrCannotContain is returned for a command that the setting requires
@@ -92,19 +110,20 @@ var ErrCannotContain = errors.New("the sandbox is required but cannot be set up 
 // Sandbox decides how each command is contained. Safe for concurrent use.
 type Sandbox struct {
 	cfg Config
-
-	mu    sync.Mutex
-	level Level
-	why   []string // what cannot be contained, for the notice
+	mu  sync.Mutex
+	pr  probed
 }
 
-// New probes the machine and returns the sandbox for cfg.
+// New probes the machine and returns the sandbox for cfg. For a user
+// without CAP_SYS_ADMIN the probe runs cfg.Reaper once (a few ms).
 func New(cfg Config) *Sandbox {
 	if cfg.Setting == "" {
 		cfg.Setting = Auto
 	}
 	s := &Sandbox{cfg: cfg}
-	s.level, s.why = probe()
+	if cfg.Setting != Off {
+		s.pr = probe(cfg)
+	}
 	return s
 }
 
@@ -115,38 +134,63 @@ func (s *Sandbox) Setting() Setting { return s.cfg.Setting }
 func (s *Sandbox) Level() Level {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.level
+	return s.pr.level
 }
 
 // Notice says, for the user, what is not contained on this machine, or
-// "" when everything is (or the sandbox is off).
+// "" when everything is (or the sandbox is off). It is the one fact every
+// door tells the user from (stderr at startup, a message in each ACP
+// session).
 func (s *Sandbox) Notice() string {
+	if s == nil {
+		return ""
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cfg.Setting == Off || s.level == Full {
+	if s.cfg.Setting == Off || s.pr.level == Full {
 		return ""
 	}
 	lost := "commands run unconfined"
-	if s.level == LandlockOnly {
-		lost = "writes are contained, but secret places (~/.ssh, other sessions' logs) stay readable and the dsh process stays visible to commands"
+	if s.pr.level == LandlockOnly {
+		lost = "writes and reads are contained, but " + strings.Join(s.landlockGaps(), ", ")
 	}
 	verb := "run anyway"
 	if s.cfg.Setting == Required {
 		verb = "are refused (sandbox: required)"
 	}
-	return fmt.Sprintf("sandbox: this machine cannot fully contain commands (%s): %s; commands %s", strings.Join(s.why, "; "), lost, verb)
+	return fmt.Sprintf("sandbox: this machine cannot fully contain commands (%s): %s; commands %s", strings.Join(s.pr.why, "; "), lost, verb)
+}
+
+// landlockGaps are what Landlock alone leaves open, by this kernel's ABI
+// and whether dsh runs as root.
+func (s *Sandbox) landlockGaps() []string {
+	gaps := []string{"dsh's process stays visible to commands"}
+	if isRoot() {
+		gaps[0] += " and, as root, its environment (the API key) readable"
+	}
+	if s.pr.abi < 6 {
+		gaps = append(gaps, "commands can signal dsh")
+	}
+	gaps = append(gaps, "/tmp is shared with the host", "the names (not contents) in secret folders can be listed")
+	switch {
+	case !s.cfg.Network && s.pr.abi < 4:
+		gaps = append(gaps, "the network cannot be turned off")
+	case !s.cfg.Network:
+		gaps = append(gaps, "with the network off only TCP is refused")
+	}
+	return gaps
 }
 
 // downgrade records that namespaces failed at run time.
 func (s *Sandbox) downgrade(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.level == Full {
-		s.level = LandlockOnly
-		if landlockABI() == 0 {
-			s.level = None
+	if s.pr.level == Full {
+		s.pr.level = LandlockOnly
+		if s.pr.abi == 0 {
+			s.pr.level = None
 		}
-		s.why = append(s.why, "namespaces: "+err.Error())
+		s.pr.why = append(s.pr.why, "namespaces: "+err.Error())
 	}
 }
 
@@ -169,10 +213,8 @@ type Command struct {
 	Contained bool
 	// Policy is the reaper's --policy (see Setup).
 	Policy string
-	// Cloneflags are the namespaces for the reaper (Linux); MapUser asks
-	// for a user namespace mapping our uid and gid to themselves.
+	// Cloneflags are the namespaces to start the reaper in (Linux, root).
 	Cloneflags uintptr
-	MapUser    bool
 	// Env are variables to set in the command's environment.
 	Env []string
 	// fallback is the Command to use if starting with Cloneflags fails.
@@ -185,20 +227,24 @@ func (s *Sandbox) Plan(sc Scope) (Command, error) {
 	if s == nil || s.cfg.Setting == Off || sc.Unconfined {
 		return Command{}, nil
 	}
-	level := s.Level()
-	if level < Full && s.cfg.Setting == Required {
-		return Command{}, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(s.why, "; "))
-	}
-	if level == None {
-		return Command{}, nil
+	s.mu.Lock()
+	pr := s.pr
+	s.mu.Unlock()
+	if pr.level < Full && s.cfg.Setting == Required {
+		return Command{}, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(pr.why, "; "))
 	}
 	p := s.policy(sc)
-	if level == LandlockOnly {
-		return p.command(false), nil
+	switch {
+	case pr.level == None:
+		return Command{}, nil
+	case pr.level == LandlockOnly:
+		return p.command(nsNone), nil
+	case pr.userns:
+		return p.command(nsByReaper), nil
 	}
-	c := p.command(true)
+	c := p.command(nsByDsh)
 	if s.cfg.Setting == Auto {
-		fb := p.command(false)
+		fb := p.command(nsNone)
 		c.fallback = &fb
 	}
 	return c, nil
@@ -255,7 +301,7 @@ func (s *Sandbox) Describe() string {
 		}
 		return ""
 	case LandlockOnly:
-		return " Commands run in a sandbox: they may write only inside the workspace, its additional directories, the tool caches and /tmp; other writes fail with \"Permission denied\"." + s.netText()
+		return " Commands run in a sandbox: they may write only inside the workspace, its additional directories, the tool caches and /tmp; other writes fail with \"Permission denied\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) cannot be read." + s.netText()
 	}
 	return " Commands run in a sandbox: they may write only inside the workspace, its additional directories and the tool caches (go, npm); /tmp is private to each call (gone after it); other writes fail with \"Permission denied\" or \"Read-only file system\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) are empty, and dsh's own process is not visible." + s.netText()
 }

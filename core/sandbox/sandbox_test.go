@@ -23,7 +23,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 		{Required, LandlockOnly, false, false, true},
 		{Required, None, false, false, true},
 	} {
-		s := &Sandbox{cfg: Config{Setting: tc.setting, Network: true}, level: tc.level, why: []string{"because"}}
+		s := &Sandbox{cfg: Config{Setting: tc.setting, Network: true}, pr: probed{level: tc.level, why: []string{"because"}}}
 		c, err := s.Plan(sc)
 		if (err != nil) != tc.err || (err != nil && !errors.Is(err, ErrCannotContain)) {
 			t.Errorf("%s/%d: err %v", tc.setting, tc.level, err)
@@ -38,7 +38,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 			}
 		}
 	}
-	s := &Sandbox{cfg: Config{Setting: Required}, level: Full}
+	s := &Sandbox{cfg: Config{Setting: Required}, pr: probed{level: Full}}
 	if c, err := s.Plan(Scope{Workspace: "/ws", Unconfined: true}); err != nil || c.Contained {
 		t.Fatalf("mode full runs unconfined: %+v %v", c, err)
 	}
@@ -48,7 +48,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 }
 
 func TestNoticeAndFallback(t *testing.T) {
-	s := &Sandbox{cfg: Config{Setting: Auto}, level: Full}
+	s := &Sandbox{cfg: Config{Setting: Auto}, pr: probed{level: Full, abi: 7}}
 	if n := s.Notice(); n != "" {
 		t.Fatalf("full needs no notice: %q", n)
 	}
@@ -60,12 +60,58 @@ func TestNoticeAndFallback(t *testing.T) {
 	if n := s.Notice(); !strings.Contains(n, "operation not permitted") || !strings.Contains(n, "run anyway") {
 		t.Fatalf("notice %q", n)
 	}
-	r := &Sandbox{cfg: Config{Setting: Required}, level: Full}
+	r := &Sandbox{cfg: Config{Setting: Required}, pr: probed{level: Full}}
 	c, _ = r.Plan(Scope{Workspace: "/ws"})
 	if _, ok := r.Fallback(c, errors.New("no")); ok {
 		t.Fatal("required must not fall back")
 	}
 	if _, err := ParseSetting("maybe"); err == nil {
 		t.Fatal("bad setting accepted")
+	}
+}
+
+// TestPlanUserNamespace: where the probe found user namespaces (a user
+// without CAP_SYS_ADMIN), dsh starts the reaper plainly and the policy
+// tells it to enter the namespaces itself; there is no fallback to take.
+func TestPlanUserNamespace(t *testing.T) {
+	s := &Sandbox{cfg: Config{Setting: Required, Network: false}, pr: probed{level: Full, abi: 7, userns: true}}
+	c, err := s.Plan(Scope{Workspace: "/ws"})
+	if err != nil || !c.Contained || c.Cloneflags != 0 || c.fallback != nil {
+		t.Fatalf("%+v %v", c, err)
+	}
+	p, err := ParsePolicy(c.Policy)
+	if err != nil || !p.Enter || p.Namespaces || p.Network {
+		t.Fatalf("policy %+v %v", p, err)
+	}
+	if _, ok := s.Fallback(c, errors.New("no")); ok {
+		t.Fatal("nothing to fall back from")
+	}
+}
+
+// TestNoticeSaysWhatLandlockLeaves: the notice names what Landlock alone
+// does not contain, by the kernel's ABI and the network setting.
+func TestNoticeSaysWhatLandlockLeaves(t *testing.T) {
+	for _, tc := range []struct {
+		abi     int
+		network bool
+		want    []string
+		not     []string
+	}{
+		{5, true, []string{"EPERM", "dsh's process stays visible", "can signal dsh", "/tmp is shared", "run anyway"}, []string{"network"}},
+		{7, false, []string{"only TCP is refused"}, []string{"signal"}},
+		{3, false, []string{"the network cannot be turned off"}, nil},
+	} {
+		s := &Sandbox{cfg: Config{Setting: Auto, Network: tc.network}, pr: probed{level: LandlockOnly, abi: tc.abi, why: []string{"user namespaces are refused here: EPERM"}}}
+		n := s.Notice()
+		for _, w := range tc.want {
+			if !strings.Contains(n, w) {
+				t.Errorf("ABI %d: notice lacks %q: %q", tc.abi, w, n)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(n, w) {
+				t.Errorf("ABI %d: notice has %q: %q", tc.abi, w, n)
+			}
+		}
 	}
 }

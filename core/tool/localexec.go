@@ -150,7 +150,7 @@ func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Proces
 			Stdout: out, Stderr: out, TailLines: -1, // one pipe, output in order
 			NewSession:        true,
 			ParentDeathSignal: syscall.SIGTERM, // the reaper ends its tree; bash just goes
-			Cloneflags:        plan.Cloneflags, MapUser: plan.MapUser,
+			Cloneflags:        plan.Cloneflags,
 			// After exit, stop waiting for a grandchild holding the pipe (only
 			// possible without the reaper; the group SIGKILL then ends it).
 			WaitDelay: killGrace,
