@@ -51,6 +51,7 @@ type sandboxWorld struct {
 	srv             *modeltest.Server
 	base, outside   string
 	key, otherLog   string
+	extra           string // hidden by the config file
 	apiKey, suidBin string
 	// suidUID is the euid the setuid binary gives unconfined: nobody's
 	// for a root dsh, root's for nobody's.
@@ -61,6 +62,11 @@ func newSandboxWorld(t *testing.T, u sandboxUser) *sandboxWorld {
 	t.Helper()
 	if u.as != nil {
 		needUserNamespaces(t, u)
+	}
+	// Outside /tmp, which a contained command sees as an empty tmpfs: so
+	// each refusal here is the sandbox's rule, not that private /tmp.
+	if fi, err := os.Stat("/var/tmp"); err == nil && fi.IsDir() {
+		t.Setenv("TMPDIR", "/var/tmp")
 	}
 	srv := modeltest.New(t)
 	sw := &sandboxWorld{srv: srv, apiKey: "sk-test-SANDBOX-MARKER"}
@@ -76,6 +82,13 @@ func newSandboxWorld(t *testing.T, u sandboxUser) *sandboxWorld {
 	sw.otherLog = filepath.Join(sw.Root, "other-project", "session-other", "session.jsonl")
 	must(t, os.MkdirAll(filepath.Dir(sw.otherLog), 0o755))
 	must(t, os.WriteFile(sw.otherLog, []byte(`{"secret":"OTHER-SESSION-MARKER"}`+"\n"), 0o644))
+	// A secret place of the config's own (sandboxHidePaths).
+	sw.extra = filepath.Join(sw.base, "extra-secret")
+	must(t, os.MkdirAll(sw.extra, 0o755))
+	must(t, os.WriteFile(filepath.Join(sw.extra, "token"), []byte("EXTRA-MARKER\n"), 0o644))
+	cfg := filepath.Join(sw.base, "config.json")
+	must(t, os.WriteFile(cfg, []byte(`{"sandboxHidePaths": ["`+sw.extra+`"]}`), 0o644))
+	sw.Env = append(sw.Env, "DSH_CONFIG="+cfg)
 	must(t, os.WriteFile(filepath.Join(sw.Cwd, "a.txt"), []byte("mine\n"), 0o644))
 	must(t, os.Symlink(sw.outside, filepath.Join(sw.Cwd, "out")))
 	if u.as != nil {
@@ -166,6 +179,8 @@ func (sw *sandboxWorld) escapes(t *testing.T) []escape {
 			func(*testing.T) bool { return strings.Contains(sw.read("leak-ssh"), "PRIVATE-KEY-MARKER") }, false},
 		{"read another session's log", `cat ` + sw.otherLog + ` > leak-log`,
 			func(*testing.T) bool { return strings.Contains(sw.read("leak-log"), "OTHER-SESSION-MARKER") }, false},
+		{"read a place the config hides", `cat ` + sw.extra + `/token > leak-extra`,
+			func(*testing.T) bool { return strings.Contains(sw.read("leak-extra"), "EXTRA-MARKER") }, false},
 		{"read dsh's environ", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c SANDBOX-MARKER > leak-env; true`,
 			func(*testing.T) bool {
 				return strings.TrimSpace(sw.read("leak-env")) != "0" && sw.read("leak-env") != ""
@@ -228,7 +243,7 @@ func testSandboxEscapes(t *testing.T, u sandboxUser) {
 	}
 	must(t, os.WriteFile(filepath.Join(sw.outside, "victim"), []byte("original\n"), 0o644))
 	must(t, os.Rename(filepath.Join(sw.outside, "moved.txt"), filepath.Join(sw.Cwd, "a.txt")))
-	for _, f := range []string{"leak-ssh", "leak-log", "leak-env", "see-dsh", "net", "suid"} {
+	for _, f := range []string{"leak-ssh", "leak-log", "leak-extra", "leak-env", "see-dsh", "net", "suid"} {
 		os.Remove(filepath.Join(sw.Cwd, f))
 	}
 

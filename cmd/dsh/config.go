@@ -37,6 +37,8 @@ type fileConfig struct {
 	// network off for the commands the model runs.
 	Sandbox        string `json:"sandbox"`
 	SandboxNetwork *bool  `json:"sandboxNetwork"`
+	// SandboxHidePaths are more secret places for the sandbox to hide.
+	SandboxHidePaths []string `json:"sandboxHidePaths"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

@@ -141,9 +141,13 @@ func settingRows(s Settings) [][3]string {
 		"webFetchAllowPrivate": strconv.FormatBool(s.WebFetchAllowPrivate),
 		"sandbox":              s.Sandbox,
 		"sandboxNetwork":       strconv.FormatBool(s.SandboxNetwork),
+		"sandboxHidePaths":     "none",
 		"mcpServers":           fmt.Sprintf("%d configured", len(s.MCPServers)),
 		"subagents":            "not configured",
 		"prices":               "not configured",
+	}
+	if len(s.SandboxHidePaths) > 0 {
+		values["sandboxHidePaths"] = strings.Join(s.SandboxHidePaths, ", ")
 	}
 	if s.ContextWindow == 0 {
 		values["contextWindow"] = "the model's"

@@ -57,6 +57,9 @@ type Settings struct {
 	// network off for commands (core/sandbox).
 	Sandbox        string
 	SandboxNetwork bool
+	// SandboxHidePaths are secret places added to the built-in ones
+	// (absolute, ~ expanded), from the config file and the environment.
+	SandboxHidePaths []string
 	// MCPServers are the config file's "mcpServers" (an unusable entry is
 	// kept with Invalid set, and reported when a session starts).
 	MCPServers []mcp.ServerConfig
@@ -101,6 +104,7 @@ const envDoc = `Environment:
   DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
   DSH_SANDBOX            auto | required | off: contain the commands the model runs (default auto)
   DSH_SANDBOX_NETWORK    false turns the network off for sandboxed commands (default true)
+  DSH_SANDBOX_HIDE_PATHS more places sandboxed commands cannot read, ':'-separated (added to the config file's)
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
   DSH_MCP_START_WAIT     how long opening a session waits for its MCP servers, e.g. 10s (default 1.5s)
@@ -467,5 +471,50 @@ func (f *settingFlags) resolveSandbox(r *resolver, s *Settings, fc fileConfig) e
 		return fmt.Errorf("sandboxNetwork %q from %s is not true or false", v, s.Sources["sandboxNetwork"])
 	}
 	s.SandboxNetwork = b
+	return resolveHidePaths(r, s, fc)
+}
+
+// resolveHidePaths adds up sandboxHidePaths from the config file and
+// DSH_SANDBOX_HIDE_PATHS: secret places are only ever added, so no source
+// overrides another (nor the built-in ones).
+func resolveHidePaths(r *resolver, s *Settings, fc fileConfig) error {
+	type list struct {
+		paths  []string
+		source string
+	}
+	env := os.Getenv("DSH_SANDBOX_HIDE_PATHS")
+	var sources []string
+	for _, l := range []list{{fc.SandboxHidePaths, "config file"}, {filepath.SplitList(env), "environment DSH_SANDBOX_HIDE_PATHS"}} {
+		for _, p := range l.paths {
+			abs, err := expandHome(p)
+			if err != nil {
+				return fmt.Errorf("sandboxHidePaths %q from %s: %w", p, l.source, err)
+			}
+			s.SandboxHidePaths = append(s.SandboxHidePaths, abs)
+		}
+		if len(l.paths) > 0 {
+			sources = append(sources, l.source)
+		}
+	}
+	r.sources["sandboxHidePaths"] = "default"
+	if len(sources) > 0 {
+		r.sources["sandboxHidePaths"] = strings.Join(sources, " + ")
+	}
 	return nil
+}
+
+// expandHome turns ~ and ~/x into the home's and insists on an absolute
+// path (a relative one would depend on where dsh starts).
+func expandHome(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no home folder for ~: %w", err)
+		}
+		p = filepath.Join(home, p[1:])
+	}
+	if !filepath.IsAbs(p) {
+		return "", errors.New("not an absolute path (or ~/…)")
+	}
+	return filepath.Clean(p), nil
 }

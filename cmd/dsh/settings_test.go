@@ -160,7 +160,7 @@ func runConfig(t *testing.T, file map[string]any, env map[string]string, args ..
 	t.Helper()
 	for _, k := range []string{"DSH_PROVIDER", "DSH_MODEL", "DSH_CONFIG", "DSH_SESSION_ROOT", "DSH_HOME", "DSH_SCRIPT",
 		"DSH_PERMISSION_MODE", "DSH_STEP_CAP", "DSH_REASONING_EFFORT", "DSH_LOG_LEVEL", "DEEPSEEK_API_KEY",
-		"DEEPSEEK_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"} {
+		"DEEPSEEK_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "DSH_SANDBOX_HIDE_PATHS"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
@@ -179,4 +179,26 @@ func runConfig(t *testing.T, file map[string]any, env map[string]string, args ..
 	var out, errb bytes.Buffer
 	code := dispatch(full, nil, &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// TestSandboxHidePaths: the config file's sandboxHidePaths and
+// DSH_SANDBOX_HIDE_PATHS both add secret places (neither replaces the
+// other, nor the built-in ones), ~ is the home, and a relative path is an
+// error that names its source.
+func TestSandboxHidePaths(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	got := configShown(t, map[string]any{"sandboxHidePaths": []string{"~/secrets", "/srv/keys"}},
+		map[string]string{"DSH_SANDBOX_HIDE_PATHS": "/env/a" + string(os.PathListSeparator) + "~/b"})["sandboxHidePaths"]
+	want := strings.Join([]string{filepath.Join(home, "secrets"), "/srv/keys", "/env/a", filepath.Join(home, "b")}, ", ")
+	if got["value"] != want || got["source"] != "config file + environment DSH_SANDBOX_HIDE_PATHS" {
+		t.Errorf("sandboxHidePaths = %v, want %q from both", got, want)
+	}
+	if got := configShown(t, nil, nil)["sandboxHidePaths"]; got["value"] != "none" || !strings.HasPrefix(got["source"], "default") {
+		t.Errorf("no sandboxHidePaths = %v", got)
+	}
+	code, _, stderr := runConfig(t, map[string]any{"sandboxHidePaths": []string{"relative/x"}}, nil)
+	if code == 0 || !strings.Contains(stderr, "relative/x") || !strings.Contains(stderr, "config file") {
+		t.Errorf("a relative path: exit %d, %s", code, stderr)
+	}
 }

@@ -224,6 +224,7 @@ func newSandbox(s Settings, self string, logger *slog.Logger) *sandbox.Sandbox {
 	if s.ConfigPath != "" {
 		hidden = append(hidden, s.ConfigPath)
 	}
+	hidden = append(hidden, s.SandboxHidePaths...)
 	writable := []string{at("XDG_CACHE_HOME", ".cache"), at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")}
 	if gp := os.Getenv("GOPATH"); gp != "" {
 		writable = append(writable, filepath.Join(gp, "pkg", "mod"))
