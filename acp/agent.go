@@ -192,6 +192,9 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 func (a *agent) announceCommands(st *sessState) {
 	cmds := availableCommands()
 	a.pump.push(item{st: st, update: &cmds})
+	if n := a.sandboxNotice(); n != nil {
+		a.pump.push(item{st: st, update: n})
+	}
 	if failed := mcpFailures(st.s); failed != "" {
 		msg := sdk.UpdateAgentMessageText(failed)
 		a.pump.push(item{st: st, update: &msg})
@@ -309,6 +312,9 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	}
 	cmds := availableCommands()
 	_ = a.pump.enqueueWait(ctx, item{st: st, update: &cmds})
+	if n := a.sandboxNotice(); n != nil {
+		_ = a.pump.enqueueWait(ctx, item{st: st, update: n})
+	}
 	return sdk.ResumeSessionResponse{Modes: modeState(st.s.Mode()), ConfigOptions: a.configOptions(st.s.Config(), st.s.Mode())}, nil
 }
 

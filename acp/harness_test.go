@@ -86,6 +86,8 @@ type hopts struct {
 	maxFrame int
 	models   []string
 	prices   map[string]Price
+	// sandboxNotice is Options.SandboxNotice.
+	sandboxNotice func() string
 	// Pacing and the outbox hook (raw harness only).
 	updatesPerSecond float64
 	onOutboxFull     func()
@@ -119,7 +121,8 @@ func start(t *testing.T, o hopts) *harness {
 	clientIn, agentOut := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models, Prices: o.prices})
+		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models, Prices: o.prices,
+			SandboxNotice: o.sandboxNotice})
 		_ = agentOut.Close()
 	}()
 	h.in = &lockedWriter{w: clientOut}

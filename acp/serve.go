@@ -42,6 +42,11 @@ type Options struct {
 	// Prices, by model id, turn usage_update into one with the session's
 	// running cost (the config file's "prices" key; see ParsePrices).
 	Prices map[string]Price
+	// SandboxNotice says what the machine cannot contain of the commands
+	// the model runs (core/sandbox's Sandbox.Notice: the one fact, also
+	// logged on stderr at startup); each session this connection opens
+	// shows it once, as an agent message. Nil or "" shows nothing.
+	SandboxNotice func() string
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.
 	onOutboxFull func()

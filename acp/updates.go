@@ -123,6 +123,9 @@ func (p *projector) replay(ctx context.Context) error {
 			p.a.out.put(st.id, *p.lastUsage)
 		}
 		p.a.out.put(st.id, availableCommands())
+		if n := p.a.sandboxNotice(); n != nil {
+			p.a.out.put(st.id, *n)
+		}
 		p.a.out.mark(func() {
 			st.advance(func() {
 				st.sent = max(st.sent, last)

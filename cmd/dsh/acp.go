@@ -34,7 +34,13 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices})
+	opts := acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices}
+	if s.Depth == 0 {
+		// A subagent child's parent has told the user already; in the
+		// child's session the message would land in the subagent's answer.
+		opts.SandboxNotice = rt.sandbox.Notice
+	}
+	err = acp.Serve(ctx, rt.Runtime, stdin, stdout, opts)
 	if err != nil && ctx.Err() == nil {
 		logger.Error("acp", "err", err)
 	}

@@ -84,6 +84,9 @@ type runtime struct {
 	*core.Runtime
 	gateway *subagent.Registry
 	stopLog func()
+	// sandbox contains the commands the model runs; the ACP door tells
+	// each session what it cannot contain here.
+	sandbox *sandbox.Sandbox
 }
 
 // buildRuntime wires a core runtime from settings, with the subagent tool.
@@ -146,7 +149,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	}
 	reg.SetDshEnv(childEnv)
 	rt.RegisterTool(subagent.NewTool(rt, reg))
-	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger)}, nil
+	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger), sandbox: sb}, nil
 }
 
 // parseCommon parses a command's flags (shared settings plus extra) in the
