@@ -25,9 +25,16 @@ import (
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/proc"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 func TestMain(m *testing.M) {
+	// This binary is the reaper an editor's terminal runs a contained
+	// command under (Options.ContainTerminal), as the dsh binary is.
+	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
+		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr, sandbox.Setup))
+	}
 	goleak.VerifyTestMain(m)
 }
 

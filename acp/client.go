@@ -150,6 +150,9 @@ func (c *clientFS) abs(p string) string {
 
 // clientExec runs commands in the editor's terminals (terminal/create …
 // terminal/release), so the user watches them live in the tool call.
+// Where the sandbox applies, the terminal runs dsh's reaper over the
+// command (Options.ContainTerminal), so it is contained as a local one:
+// the editor started dsh on this machine, so the binary's path is valid.
 type clientExec struct {
 	a  *agent
 	st *sessState
@@ -161,7 +164,16 @@ func (e *clientExec) Exec(ctx context.Context, req tool.ExecRequest) (tool.ExecR
 		return res, errors.New("command is empty")
 	}
 	sid := sdk.SessionId(e.st.id)
-	create := sdk.CreateTerminalRequest{SessionId: sid, Command: "/bin/bash", Args: []string{"-c", req.Command}, Env: envDelta(req.Env)}
+	argv, env := []string{"/bin/bash", "-c", req.Command}, envDelta(req.Env)
+	if e.a.opts.ContainTerminal != nil {
+		var extra []string
+		var err error
+		if argv, extra, err = e.a.opts.ContainTerminal(req.Scope, argv); err != nil {
+			return res, err
+		}
+		env = append(env, envDelta(extra)...)
+	}
+	create := sdk.CreateTerminalRequest{SessionId: sid, Command: argv[0], Args: argv[1:], Env: env}
 	if req.Workdir != "" {
 		create.Cwd = sdk.Ptr(req.Workdir)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/sandbox"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
 )
@@ -86,8 +87,9 @@ type hopts struct {
 	maxFrame int
 	models   []string
 	prices   map[string]Price
-	// sandboxNotice is Options.SandboxNotice.
-	sandboxNotice func() string
+	// sandboxNotice and containTerminal are the Options'.
+	sandboxNotice   func() string
+	containTerminal func(sandbox.Scope, []string) ([]string, []string, error)
 	// Pacing and the outbox hook (raw harness only).
 	updatesPerSecond float64
 	onOutboxFull     func()
@@ -122,7 +124,7 @@ func start(t *testing.T, o hopts) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models, Prices: o.prices,
-			SandboxNotice: o.sandboxNotice})
+			SandboxNotice: o.sandboxNotice, ContainTerminal: o.containTerminal})
 		_ = agentOut.Close()
 	}()
 	h.in = &lockedWriter{w: clientOut}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // Options configure Serve.
@@ -47,6 +48,13 @@ type Options struct {
 	// logged on stderr at startup); each session this connection opens
 	// shows it once, as an agent message. Nil or "" shows nothing.
 	SandboxNotice func() string
+	// ContainTerminal, when set, turns a command that an editor's terminal
+	// is to run (terminal/create) into one that runs contained, and what
+	// to add to its environment (core/sandbox's Sandbox.Standalone: the
+	// dsh binary's reaper over it, which makes the namespaces itself). Its
+	// error refuses the command (sandbox: required on a machine that
+	// cannot contain). Nil runs terminals unconfined.
+	ContainTerminal func(sc sandbox.Scope, argv []string) (out, env []string, err error)
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.
 	onOutboxFull func()

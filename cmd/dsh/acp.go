@@ -34,7 +34,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	opts := acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices}
+	opts := acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices, ContainTerminal: rt.containTerminal}
 	if s.Depth == 0 {
 		// A subagent child's parent has told the user already; in the
 		// child's session the message would land in the subagent's answer.

@@ -84,9 +84,17 @@ type runtime struct {
 	*core.Runtime
 	gateway *subagent.Registry
 	stopLog func()
-	// sandbox contains the commands the model runs; the ACP door tells
-	// each session what it cannot contain here.
+	// sandbox contains the commands the model runs, under the reaper of
+	// binary self; the ACP door tells each session what it cannot contain
+	// here, and runs an editor terminal's commands under it too.
 	sandbox *sandbox.Sandbox
+	self    string
+}
+
+// containTerminal is acp.Options.ContainTerminal: the reaper of this
+// binary over the command, with the sandbox's policy for scope sc.
+func (rt *runtime) containTerminal(sc sandbox.Scope, argv []string) ([]string, []string, error) {
+	return rt.sandbox.Standalone(rt.self, sc, argv)
 }
 
 // buildRuntime wires a core runtime from settings, with the subagent tool.
@@ -149,7 +157,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	}
 	reg.SetDshEnv(childEnv)
 	rt.RegisterTool(subagent.NewTool(rt, reg))
-	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger), sandbox: sb}, nil
+	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger), sandbox: sb, self: self}, nil
 }
 
 // parseCommon parses a command's flags (shared settings plus extra) in the

@@ -149,3 +149,42 @@ func BenchmarkReadAllow(b *testing.B) {
 		readRules(Policy{Hidden: hidden})
 	}
 }
+
+// TestStandaloneContainsWithoutDsh: the argv Standalone gives, started
+// by anyone (an editor's terminal), runs the command in its own PID
+// namespace with writes only in the workspace — as dsh's own start would.
+func TestStandaloneContainsWithoutDsh(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := New(Config{Setting: Auto, Network: true, Reaper: self})
+	if sb.Level() < Full {
+		t.Skipf("this machine cannot contain fully: %s", sb.Notice())
+	}
+	ws := outsideTmp(t)
+	script := `echo in > inside; echo out > ../dsh-standalone-escape; ls /proc | grep -c '^[0-9]'`
+	argv, env, err := sb.Standalone(self, Scope{Workspace: ws}, []string{"/bin/bash", "-c", script})
+	if err != nil || argv[0] != self || !slices.Contains(env, "TMPDIR=/tmp") {
+		t.Fatalf("%v %v %v", argv, env, err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = ws, append(os.Environ(), env...)
+	out, _ := cmd.CombinedOutput()
+	escaped := filepath.Join(filepath.Dir(ws), "dsh-standalone-escape")
+	if _, err := os.Stat(escaped); err == nil {
+		os.Remove(escaped)
+		t.Errorf("wrote outside the workspace: %s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "inside")); string(b) != "in\n" {
+		t.Errorf("did not write inside: %s", out)
+	}
+	// The reapers' processes, bash, ls and grep: a handful, not the host's.
+	if n := strings.Fields(string(out)); len(n) == 0 || len(n[len(n)-1]) > 1 {
+		t.Errorf("sees the host's processes: %s", out)
+	}
+	plain, _, _ := New(Config{Setting: Off}).Standalone(self, Scope{Workspace: ws}, []string{"/bin/true"})
+	if !slices.Equal(plain, []string{"/bin/true"}) {
+		t.Errorf("sandbox off: %v", plain)
+	}
+}

@@ -122,18 +122,21 @@ const capSysAdmin = 21
 
 // enter is the first reaper's setup for Policy.Enter: start the binary
 // again (/proc/self/exe, valid even if the file was replaced) as a second
-// reaper in new user, PID and mount namespaces (and network, when off),
-// with our uid and gid mapped to themselves (so the command keeps its uid
-// and files their owners) and CAP_SYS_ADMIN kept across its exec (so it
-// can mount; it drops every capability before it starts the command).
+// reaper in new PID and mount namespaces (and network, when off). Root
+// with CAP_SYS_ADMIN (an editor's terminal, which dsh does not start) needs
+// nothing more. Another user gets a user namespace too, with their uid and
+// gid mapped to themselves (so the command keeps its uid and files their
+// owners) and CAP_SYS_ADMIN kept across the exec (so the second reaper can
+// mount; it drops every capability before it starts the command).
 func enter(p Policy, argv []string) (proc.ReaperStart, error) {
 	p.Enter, p.Namespaces = false, true
-	return proc.ReaperStart{
-		Argv:        proc.ReaperArgv("/proc/self/exe", 0, p.encode(), argv...),
-		Cloneflags:  cloneFlags(!p.Network, true),
-		MapUser:     true,
-		AmbientCaps: []uintptr{capSysAdmin},
-	}, nil
+	st := proc.ReaperStart{Argv: proc.ReaperArgv("/proc/self/exe", 0, p.encode(), argv...)}
+	user := !(isRoot() && hasCapSysAdmin())
+	st.Cloneflags = cloneFlags(!p.Network, user)
+	if user {
+		st.MapUser, st.AmbientCaps = true, []uintptr{capSysAdmin}
+	}
+	return st, nil
 }
 
 // Apply is the reaper's setup for a Policy: the mounts (in the namespaces

@@ -37,6 +37,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/dsh-dev/dsh/core/proc"
 )
 
 // Setting is the sandbox setting: auto, required or off.
@@ -236,30 +238,60 @@ type Command struct {
 // Plan returns how to start one command, or ErrCannotContain (wrapped,
 // with the reason) when the setting requires what the machine lacks.
 func (s *Sandbox) Plan(sc Scope) (Command, error) {
+	p, how, err := s.plan(sc)
+	if err != nil || p == nil {
+		return Command{}, err
+	}
+	c := p.command(how)
+	if how == nsByDsh && s.cfg.Setting == Auto {
+		fb := p.command(nsNone)
+		c.fallback = &fb
+	}
+	return c, nil
+}
+
+// Standalone is how to run argv contained when what starts it is not dsh
+// but an ACP editor's terminal: the command becomes the reaper binary
+// self over argv, and the reaper makes the namespaces itself
+// (Policy.Enter) where dsh would have started it in them. env is what to
+// add to the command's environment. A command that runs unconfined comes
+// back as it is; a refused one is ErrCannotContain, as for Plan. There is
+// no fallback: a namespace start refused at run time fails the command
+// (its output says why).
+func (s *Sandbox) Standalone(self string, sc Scope, argv []string) (out, env []string, err error) {
+	p, how, err := s.plan(sc)
+	if err != nil || p == nil {
+		return argv, nil, err
+	}
+	if how == nsByDsh {
+		how = nsByReaper
+	}
+	c := p.command(how)
+	return proc.ReaperArgv(self, 0, c.Policy, argv...), c.Env, nil
+}
+
+// plan is the policy of one command and who makes its namespaces; a nil
+// policy runs it unconfined.
+func (s *Sandbox) plan(sc Scope) (*Policy, nsHow, error) {
 	if s == nil || s.cfg.Setting == Off || sc.Unconfined {
-		return Command{}, nil
+		return nil, nsNone, nil
 	}
 	s.mu.Lock()
 	pr := s.pr
 	s.mu.Unlock()
 	if pr.level < Full && s.cfg.Setting == Required {
-		return Command{}, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(pr.why, "; "))
+		return nil, nsNone, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(pr.why, "; "))
 	}
 	p := s.policy(sc)
 	switch {
 	case pr.level == None:
-		return Command{}, nil
+		return nil, nsNone, nil
 	case pr.level == LandlockOnly:
-		return p.command(nsNone), nil
+		return &p, nsNone, nil
 	case pr.userns:
-		return p.command(nsByReaper), nil
+		return &p, nsByReaper, nil
 	}
-	c := p.command(nsByDsh)
-	if s.cfg.Setting == Auto {
-		fb := p.command(nsNone)
-		c.fallback = &fb
-	}
-	return c, nil
+	return &p, nsByDsh, nil
 }
 
 // Fallback returns the Command to retry with after starting c failed with
