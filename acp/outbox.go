@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -13,30 +14,36 @@ import (
 // The session/updates of a connection leave through one bounded, paced
 // queue, the outbox:
 //
-//   - bounded: put waits while the queue is full, so a client that reads
-//     slowly (or not at all) slows the pump, the pump slows the runtime's
+//   - bounded: put waits while the queue holds outboxSize updates or
+//     outboxBytes of encoded updates, so a client that reads slowly (or
+//     not at all) slows the pump, the pump slows the runtime's
 //     subscription, and the subscription slows the sessions' commits — a
 //     turn slows down, a replay paces itself, and memory stays flat;
 //   - paced: notifications leave at most at the configured rate (after a
 //     burst), because a client on acp-go-sdk queues notifications in 1,024
 //     slots and drops the connection when its handler falls that far
-//     behind: the pipe's backpressure never reaches the agent. The default
-//     rate keeps a client whose handler takes 1 ms per update connected;
-//   - coalesced: a tool call's update that is still queued absorbs the
-//     call's next update (pending → in progress → completed becomes one
-//     frame with the final state), so a slow client gets fewer frames and
-//     loses no fact: ACP's tool_call_update replaces exactly the fields it
-//     carries, and the merged frame carries the latest of each.
+//     behind, and its reader drains the pipe whatever the handler's pace,
+//     so the pipe's backpressure does not reach the agent until the
+//     client's process itself stalls. That stall is the one signal there
+//     is: a write the pipe holds back halves the rate, which then climbs
+//     back (see pacer);
+//   - coalesced: while the client is held to the pace, a queued update
+//     absorbs a later one that says the same thing newer — a tool call's
+//     next state (ACP's tool_call_update replaces exactly the fields it
+//     carries), a newer snapshot (plan, usage, modes, commands, config
+//     options: each replaces the whole), the next text chunk of the same
+//     message — so a slow client gets fewer frames and loses no fact.
 //
 // Markers ride the same queue: a marker runs its callbacks once every update
 // put before it has been written, which is how the pump's progress (the last
 // event on the wire, the tool calls the client knows) stays true.
 
-// Defaults of the pacing (see Options.UpdatesPerSecond).
+// Defaults of the pacing (see Options.UpdatesPerSecond) and the bounds.
 const (
-	defaultUpdatesPerSecond = 600
+	defaultUpdatesPerSecond = 500
 	updateBurst             = 256
 	outboxSize              = 512
+	outboxBytes             = 8 << 20
 )
 
 // outItem is one queued update, or a marker when update is nil.
@@ -44,7 +51,11 @@ type outItem struct {
 	session string
 	update  *sdk.SessionUpdate
 	call    string // the tool call an update is about, or ""
-	after   []func()
+	// line is the encoded notification's params, nil once a merge changed
+	// the update (the writer encodes it again).
+	line  json.RawMessage
+	size  int
+	after []func()
 }
 
 // outbox is the connection's queue of session/update notifications.
@@ -53,6 +64,7 @@ type outbox struct {
 	pace  *pacer
 	mu    sync.Mutex
 	items []outItem
+	bytes int // encoded size of the queued updates
 	// wake signals the writer (cap 1); room signals waiting producers.
 	wake   chan struct{}
 	room   chan struct{}
@@ -74,9 +86,9 @@ func newOutbox(conn *wire.Conn, perSecond float64) *outbox {
 		room: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// put queues an update of a session, merging it into a queued update of the
-// same tool call when it can. It waits while the queue is full; once the
-// outbox is closed it drops the update and runs after at once.
+// put queues an update of a session, merging it into a queued update when
+// it can. It waits while the queue is full; once the outbox is closed it
+// drops the update and runs after at once.
 func (o *outbox) put(session string, u sdk.SessionUpdate, after ...func()) {
 	call := ""
 	switch {
@@ -85,7 +97,11 @@ func (o *outbox) put(session string, u sdk.SessionUpdate, after ...func()) {
 	case u.ToolCallUpdate != nil:
 		call = string(u.ToolCallUpdate.ToolCallId)
 	}
-	o.add(outItem{session: session, update: &u, call: call, after: after})
+	it := outItem{session: session, update: &u, call: call, after: after}
+	if line, err := json.Marshal(sdk.SessionNotification{SessionId: sdk.SessionId(session), Update: u}); err == nil {
+		it.line, it.size = line, len(line)
+	}
+	o.add(it)
 }
 
 // mark queues a marker: fn runs once everything queued before it is
@@ -114,12 +130,12 @@ func (o *outbox) add(it outItem) {
 			}
 			return
 		}
-		if o.behind && it.update != nil && it.update.ToolCallUpdate != nil && o.coalesce(it) {
+		if o.behind && it.update != nil && o.absorb(it) {
 			o.coalesced++
 			o.mu.Unlock()
 			return
 		}
-		if len(o.items) < outboxSize {
+		if o.fits(it) {
 			break
 		}
 		room := o.room
@@ -131,6 +147,7 @@ func (o *outbox) add(it outItem) {
 		o.mu.Lock()
 	}
 	o.items = append(o.items, it)
+	o.bytes += it.size
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
@@ -138,129 +155,85 @@ func (o *outbox) add(it outItem) {
 	}
 }
 
-// coalesce merges a tool_call_update into the latest queued update of the
-// same call, when only markers and other calls' updates of the session lie
-// between them (any other update of the session — a message, a plan —
-// keeps its order relative to the call's states). Called with mu held.
-func (o *outbox) coalesce(it outItem) bool {
-	for i := len(o.items) - 1; i >= 0; i-- {
-		q := &o.items[i]
-		if q.update == nil || q.session != it.session {
-			continue
-		}
-		if q.call == "" {
-			if isChunk(q.update) {
-				return false
-			}
-			continue // a plan, usage or info snapshot: its order does not matter
-		}
-		if q.call != it.call {
-			continue
-		}
-		mergeToolUpdate(q.update, it.update.ToolCallUpdate)
-		q.after = append(q.after, it.after...)
+// fits reports room for it: under both bounds, or an empty queue (one
+// update bigger than the byte bound still goes, alone). Called with mu held.
+func (o *outbox) fits(it outItem) bool {
+	if len(o.items) == 0 {
 		return true
 	}
-	return false
-}
-
-// isChunk reports a message chunk, whose place among tool calls is what the
-// chat shows.
-func isChunk(u *sdk.SessionUpdate) bool {
-	return u.UserMessageChunk != nil || u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil
-}
-
-// mergeToolUpdate folds n into the queued update u of the same call: every
-// field n carries replaces u's (ACP's own rule for tool_call_update).
-func mergeToolUpdate(u *sdk.SessionUpdate, n *sdk.SessionToolCallUpdate) {
-	if tc := u.ToolCall; tc != nil {
-		if n.Status != nil {
-			tc.Status = *n.Status
-		}
-		if n.Title != nil {
-			tc.Title = *n.Title
-		}
-		if n.Kind != nil {
-			tc.Kind = *n.Kind
-		}
-		if n.Content != nil {
-			tc.Content = n.Content
-		}
-		if n.Locations != nil {
-			tc.Locations = n.Locations
-		}
-		if n.RawInput != nil {
-			tc.RawInput = n.RawInput
-		}
-		if n.RawOutput != nil {
-			tc.RawOutput = n.RawOutput
-		}
-		return
-	}
-	q := u.ToolCallUpdate
-	if n.Status != nil {
-		q.Status = n.Status
-	}
-	if n.Title != nil {
-		q.Title = n.Title
-	}
-	if n.Kind != nil {
-		q.Kind = n.Kind
-	}
-	if n.Content != nil {
-		q.Content = n.Content
-	}
-	if n.Locations != nil {
-		q.Locations = n.Locations
-	}
-	if n.RawInput != nil {
-		q.RawInput = n.RawInput
-	}
-	if n.RawOutput != nil {
-		q.RawOutput = n.RawOutput
-	}
+	return len(o.items) < outboxSize && o.bytes+it.size <= outboxBytes
 }
 
 // run writes the queue until close. A failed write (the client left) is
-// logged by the caller's logger at debug level only: the connection is
-// ending, and the markers behind it still run.
+// reported to onErr: the connection is ending, and the markers behind it
+// still run.
 func (o *outbox) run(onErr func(error)) {
 	defer close(o.done)
 	for {
-		o.mu.Lock()
-		if len(o.items) == 0 {
-			if o.closed {
-				o.mu.Unlock()
-				return
-			}
-			o.mu.Unlock()
-			<-o.wake
-			continue
+		it, closed, ok := o.next()
+		if !ok {
+			return
 		}
-		it := o.items[0]
-		o.items[0] = outItem{}
-		o.items = o.items[1:]
-		if len(o.items) == 0 {
-			o.items = nil // let the backing array go
-		}
-		closed := o.closed
-		close(o.room)
-		o.room = make(chan struct{})
-		o.mu.Unlock()
 		if it.update != nil && !closed && !o.conn.WriteClosed() {
-			if !o.pace.take() {
-				o.setBehind(true)
-				o.pace.wait(o.stop)
-			} else if o.pace.tokens >= updateBurst/2 {
-				o.setBehind(false)
-			}
-			if err := o.conn.Notify(sdk.ClientMethodSessionUpdate, sdk.SessionNotification{SessionId: sdk.SessionId(it.session), Update: *it.update}); err != nil {
-				onErr(err)
-			}
+			o.send(it, onErr)
 		}
 		for _, fn := range it.after {
 			fn()
 		}
+	}
+}
+
+// next takes the head of the queue, waiting for one; ok is false once the
+// outbox is closed and empty.
+func (o *outbox) next() (it outItem, closed, ok bool) {
+	for {
+		o.mu.Lock()
+		if len(o.items) > 0 {
+			break
+		}
+		if o.closed {
+			o.mu.Unlock()
+			return outItem{}, true, false
+		}
+		o.mu.Unlock()
+		<-o.wake
+	}
+	it = o.items[0]
+	o.items[0] = outItem{}
+	o.items = o.items[1:]
+	if len(o.items) == 0 {
+		o.items = nil // let the backing array go
+	}
+	o.bytes -= it.size
+	closed = o.closed
+	close(o.room)
+	o.room = make(chan struct{})
+	o.mu.Unlock()
+	return it, closed, true
+}
+
+// send writes one update once the pacer allows it, and tells the pacer how
+// long the pipe took to accept it.
+func (o *outbox) send(it outItem, onErr func(error)) {
+	if !o.pace.take() {
+		o.setBehind(true)
+		o.pace.wait(o.stop)
+	} else if o.pace.tokens >= updateBurst/2 {
+		o.setBehind(false)
+	}
+	line := it.line
+	if line == nil {
+		var err error
+		if line, err = json.Marshal(sdk.SessionNotification{SessionId: sdk.SessionId(it.session), Update: *it.update}); err != nil {
+			onErr(err)
+			return
+		}
+	}
+	start := time.Now()
+	err := o.conn.NotifyRaw(sdk.ClientMethodSessionUpdate, line)
+	o.pace.wrote(time.Since(start))
+	if err != nil {
+		onErr(err)
 	}
 }
 
@@ -287,46 +260,4 @@ func (o *outbox) close() {
 	case o.wake <- struct{}{}:
 	default:
 	}
-}
-
-// pacer is a token bucket: burst frames at once, then rate per second.
-type pacer struct {
-	rate   float64 // tokens per second; <= 0 = unpaced
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-func newPacer(rate float64, burst int) *pacer {
-	return &pacer{rate: rate, burst: float64(burst), tokens: float64(burst), last: time.Now()}
-}
-
-// take takes a token if one is there. Only the outbox's writer calls the
-// pacer.
-func (p *pacer) take() bool {
-	if p.rate <= 0 {
-		return true
-	}
-	now := time.Now()
-	p.tokens = min(p.burst, p.tokens+now.Sub(p.last).Seconds()*p.rate)
-	p.last = now
-	if p.tokens >= 1 {
-		p.tokens--
-		return true
-	}
-	return false
-}
-
-// wait waits for the next token to accrue and takes it (a timer, not a
-// poll), unless stop closes first. Call it after take failed.
-func (p *pacer) wait(stop <-chan struct{}) {
-	need := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
-	t := time.NewTimer(need)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-stop:
-	}
-	p.last = time.Now()
-	p.tokens = 0
 }

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"strings"
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -40,6 +41,87 @@ func TestOutboxKeepsEveryStateWhenNotBehind(t *testing.T) {
 	o.put("s", sdk.UpdateToolCall("a", sdk.WithUpdateStatus(sdk.ToolCallStatusCompleted)))
 	if len(o.items) != 2 || o.coalesced != 0 {
 		t.Fatalf("%d items, %d coalesced", len(o.items), o.coalesced)
+	}
+}
+
+// While behind, the next text chunk of the same message joins the queued
+// one, and a newer snapshot (plan, usage, info) replaces the queued one of
+// its kind; a chunk of another kind, another message, or with any update of
+// the session between them stays apart.
+func TestOutboxCoalescesChunksAndSnapshots(t *testing.T) {
+	o := newOutbox(nil, 1)
+	o.behind = true
+	title := func(s string) *string { return &s }
+	o.put("s", sdk.UpdateAgentMessageText("Hel"))
+	o.put("other", sdk.UpdateAgentMessageText("elsewhere"))
+	o.put("s", sdk.UpdateAgentMessageText("lo"))
+	o.put("s", sdk.UpdateAgentThoughtText("hmm"))
+	o.put("s", sdk.UpdatePlan(sdk.PlanEntry{Content: "one", Status: sdk.PlanEntryStatusPending, Priority: sdk.PlanEntryPriorityMedium}))
+	o.put("s", sdk.UpdateAgentThoughtText(" more"))
+	o.put("s", sdk.UpdatePlan(sdk.PlanEntry{Content: "one", Status: sdk.PlanEntryStatusCompleted, Priority: sdk.PlanEntryPriorityMedium}))
+	o.put("s", sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: title("first")}})
+	o.put("s", sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{UpdatedAt: title("2026-12-01T00:00:00Z")}})
+	if o.coalesced != 3 || len(o.items) != 6 {
+		t.Fatalf("%d items, %d coalesced; want 6 and 3", len(o.items), o.coalesced)
+	}
+	if got := o.items[0].update.AgentMessageChunk.Content.Text.Text; got != "Hello" {
+		t.Fatalf("merged chunk %q, want Hello", got)
+	}
+	if got := o.items[3].update.Plan.Entries[0].Status; got != sdk.PlanEntryStatusCompleted {
+		t.Fatalf("queued plan says %v, want the newer plan's completed", got)
+	}
+	if got := o.items[4].update.AgentThoughtChunk.Content.Text.Text; got != " more" {
+		t.Fatalf("a thought chunk merged across a plan: %q", got)
+	}
+	info := o.items[5].update.SessionInfoUpdate
+	if info.Title == nil || *info.Title != "first" || info.UpdatedAt == nil {
+		t.Fatalf("session info not merged field by field: %+v", info)
+	}
+	total := 0
+	for _, it := range o.items {
+		total += it.size
+	}
+	if total != o.bytes {
+		t.Fatalf("byte count %d, items hold %d", o.bytes, total)
+	}
+}
+
+// The queue is bounded in bytes as well as in updates: a producer waits
+// while the encoded updates fill outboxBytes, and goes on when the writer
+// takes one.
+func TestOutboxBoundsBytes(t *testing.T) {
+	o := newOutbox(nil, 1)
+	full := make(chan struct{}, 1)
+	o.onFull = func() {
+		select {
+		case full <- struct{}{}:
+		default:
+		}
+	}
+	big := sdk.UpdateAgentMessageText(strings.Repeat("x", outboxBytes/4))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 5; i++ {
+			o.put("s", big)
+		}
+	}()
+	<-full
+	o.mu.Lock()
+	n, b := len(o.items), o.bytes
+	o.mu.Unlock()
+	if n >= outboxSize || b > outboxBytes {
+		t.Fatalf("producer waits with %d items, %d bytes", n, b)
+	}
+	for {
+		if _, _, ok := o.next(); !ok {
+			t.Fatal("nothing queued")
+		}
+		select {
+		case <-done:
+			return
+		case <-full:
+		}
 	}
 }
 

@@ -1,0 +1,244 @@
+package acp
+
+import (
+	"encoding/json"
+
+	sdk "github.com/coder/acp-go-sdk"
+)
+
+// What the outbox may merge while the client is held to the pace: each rule
+// keeps every fact the client would have had from the separate frames.
+
+// absorb merges it into a queued update of its session that it continues
+// or supersedes. Called with mu held.
+func (o *outbox) absorb(it outItem) bool {
+	u := it.update
+	var q *outItem
+	switch {
+	case u.ToolCallUpdate != nil:
+		q = o.queuedCall(it)
+		if q != nil {
+			mergeToolUpdate(q.update, u.ToolCallUpdate)
+		}
+	case isChunk(u):
+		q = o.queuedChunk(it)
+		if q != nil {
+			appendChunk(q.update, u)
+		}
+	case snapshotKind(u) != "":
+		q = o.queuedSnapshot(it)
+		if q != nil {
+			replaceSnapshot(q.update, u)
+		}
+	}
+	if q == nil {
+		return false
+	}
+	q.after = append(q.after, it.after...)
+	o.reencode(q)
+	return true
+}
+
+// reencode refreshes a merged item's encoding and the queue's byte count.
+func (o *outbox) reencode(q *outItem) {
+	line, err := json.Marshal(sdk.SessionNotification{SessionId: sdk.SessionId(q.session), Update: *q.update})
+	if err != nil {
+		line = nil // the writer encodes it again and reports the error
+	}
+	o.bytes += len(line) - q.size
+	q.line, q.size = line, len(line)
+}
+
+// queuedCall finds the latest queued update of the same tool call, when
+// only markers, snapshots and other calls' updates of the session lie
+// between them (a message chunk between keeps the call's states apart: its
+// place among tool calls is what the chat shows).
+func (o *outbox) queuedCall(it outItem) *outItem {
+	for i := len(o.items) - 1; i >= 0; i-- {
+		q := &o.items[i]
+		if q.update == nil || q.session != it.session {
+			continue
+		}
+		if q.call == "" {
+			if isChunk(q.update) {
+				return nil
+			}
+			continue // a plan, usage or info snapshot: its order does not matter
+		}
+		if q.call == it.call {
+			return q
+		}
+	}
+	return nil
+}
+
+// queuedChunk finds the session's last queued update when it is a text
+// chunk of the same kind and message, which the new chunk continues.
+func (o *outbox) queuedChunk(it outItem) *outItem {
+	for i := len(o.items) - 1; i >= 0; i-- {
+		q := &o.items[i]
+		if q.update == nil || q.session != it.session {
+			continue
+		}
+		if continues(q.update, it.update) {
+			return q
+		}
+		return nil
+	}
+	return nil
+}
+
+// queuedSnapshot finds a queued update of the session of the same snapshot
+// kind: a plan, the usage, the modes, the commands, the config options or
+// the session's info, each of which the newer one replaces or extends.
+func (o *outbox) queuedSnapshot(it outItem) *outItem {
+	kind := snapshotKind(it.update)
+	for i := len(o.items) - 1; i >= 0; i-- {
+		q := &o.items[i]
+		if q.update != nil && q.session == it.session && snapshotKind(q.update) == kind {
+			return q
+		}
+	}
+	return nil
+}
+
+// isChunk reports a message chunk, whose place among tool calls is what the
+// chat shows.
+func isChunk(u *sdk.SessionUpdate) bool {
+	return u.UserMessageChunk != nil || u.AgentMessageChunk != nil || u.AgentThoughtChunk != nil
+}
+
+// chunkParts are a chunk's kind, content and message id.
+func chunkParts(u *sdk.SessionUpdate) (kind string, c *sdk.ContentBlock, id *string, meta bool) {
+	switch {
+	case u.UserMessageChunk != nil:
+		return "user", &u.UserMessageChunk.Content, u.UserMessageChunk.MessageId, u.UserMessageChunk.Meta != nil
+	case u.AgentMessageChunk != nil:
+		return "agent", &u.AgentMessageChunk.Content, u.AgentMessageChunk.MessageId, u.AgentMessageChunk.Meta != nil
+	case u.AgentThoughtChunk != nil:
+		return "thought", &u.AgentThoughtChunk.Content, u.AgentThoughtChunk.MessageId, u.AgentThoughtChunk.Meta != nil
+	}
+	return "", nil, nil, false
+}
+
+// continues reports whether n is the next text of q's message: the same
+// kind and message id, both plain text without _meta or annotations.
+func continues(q, n *sdk.SessionUpdate) bool {
+	qk, qc, qid, qm := chunkParts(q)
+	nk, nc, nid, nm := chunkParts(n)
+	if qk == "" || qk != nk || qm || nm || !plainText(qc) || !plainText(nc) {
+		return false
+	}
+	if (qid == nil) != (nid == nil) || (qid != nil && *qid != *nid) {
+		return false
+	}
+	return true
+}
+
+func plainText(c *sdk.ContentBlock) bool {
+	return c.Text != nil && c.Text.Meta == nil && c.Text.Annotations == nil
+}
+
+// appendChunk appends n's text to the queued chunk q (continues holds).
+func appendChunk(q, n *sdk.SessionUpdate) {
+	_, qc, _, _ := chunkParts(q)
+	_, nc, _, _ := chunkParts(n)
+	t := *qc.Text // the queued block may be shared with its producer
+	t.Text += nc.Text.Text
+	qc.Text = &t
+}
+
+// snapshotKind names the updates that state the whole of something (ACP:
+// a plan lists all its entries, a usage update the current totals), or ""
+// for the rest.
+func snapshotKind(u *sdk.SessionUpdate) string {
+	switch {
+	case u.Plan != nil:
+		return "plan"
+	case u.UsageUpdate != nil:
+		return "usage"
+	case u.AvailableCommandsUpdate != nil:
+		return "commands"
+	case u.CurrentModeUpdate != nil:
+		return "mode"
+	case u.ConfigOptionUpdate != nil:
+		return "config"
+	case u.SessionInfoUpdate != nil:
+		return "info"
+	}
+	return ""
+}
+
+// replaceSnapshot makes the queued snapshot q say what n says; session
+// info merges field by field, as the protocol applies it.
+func replaceSnapshot(q, n *sdk.SessionUpdate) {
+	if qi, ni := q.SessionInfoUpdate, n.SessionInfoUpdate; qi != nil {
+		if ni.Title != nil {
+			qi.Title = ni.Title
+		}
+		if ni.UpdatedAt != nil {
+			qi.UpdatedAt = ni.UpdatedAt
+		}
+		if ni.Meta != nil {
+			qi.Meta = ni.Meta
+		}
+		return
+	}
+	*q = *n
+}
+
+// mergeToolUpdate folds n into the queued update u of the same call: every
+// field n carries replaces u's (ACP's own rule for tool_call_update).
+func mergeToolUpdate(u *sdk.SessionUpdate, n *sdk.SessionToolCallUpdate) {
+	if tc := u.ToolCall; tc != nil {
+		mergeIntoStart(tc, n)
+		return
+	}
+	q := u.ToolCallUpdate
+	if n.Status != nil {
+		q.Status = n.Status
+	}
+	if n.Title != nil {
+		q.Title = n.Title
+	}
+	if n.Kind != nil {
+		q.Kind = n.Kind
+	}
+	if n.Content != nil {
+		q.Content = n.Content
+	}
+	if n.Locations != nil {
+		q.Locations = n.Locations
+	}
+	if n.RawInput != nil {
+		q.RawInput = n.RawInput
+	}
+	if n.RawOutput != nil {
+		q.RawOutput = n.RawOutput
+	}
+}
+
+// mergeIntoStart folds an update into a queued tool_call start.
+func mergeIntoStart(tc *sdk.SessionUpdateToolCall, n *sdk.SessionToolCallUpdate) {
+	if n.Status != nil {
+		tc.Status = *n.Status
+	}
+	if n.Title != nil {
+		tc.Title = *n.Title
+	}
+	if n.Kind != nil {
+		tc.Kind = *n.Kind
+	}
+	if n.Content != nil {
+		tc.Content = n.Content
+	}
+	if n.Locations != nil {
+		tc.Locations = n.Locations
+	}
+	if n.RawInput != nil {
+		tc.RawInput = n.RawInput
+	}
+	if n.RawOutput != nil {
+		tc.RawOutput = n.RawOutput
+	}
+}
