@@ -82,7 +82,11 @@ type outbox struct {
 }
 
 func newOutbox(conn *wire.Conn, perSecond float64) *outbox {
-	return &outbox{conn: conn, pace: newPacer(perSecond, updateBurst), wake: make(chan struct{}, 1),
+	pace := newPacer(perSecond, updateBurst)
+	if perSecond > 0 {
+		pace.cpu = newCPUPressure("/proc/pressure/cpu")
+	}
+	return &outbox{conn: conn, pace: pace, wake: make(chan struct{}, 1),
 		room: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -15,6 +15,7 @@ type pacer struct {
 	burst  float64
 	tokens float64
 	last   time.Time
+	cpu    *cpuPressure // nil: the configured rate alone
 }
 
 const (
@@ -36,7 +37,15 @@ func (p *pacer) refill(now time.Time) {
 	if p.rate < p.base {
 		p.rate = min(p.base, p.rate+p.base*dt/paceRecovery.Seconds())
 	}
-	p.tokens = min(p.burst, p.tokens+dt*p.rate)
+	p.tokens = min(p.burst, p.tokens+dt*p.effective(now))
+}
+
+// effective is the rate scaled by the CPU left to run the client: at a
+// stall share s the rate is (1-s) of itself, never below a tenth of the
+// configured rate (nor the floor).
+func (p *pacer) effective(now time.Time) float64 {
+	s := p.cpu.share(now)
+	return max(p.rate*(1-s), min(p.rate, max(p.base/10, minPaceRate)))
 }
 
 // take takes a token if one is there.
@@ -57,7 +66,7 @@ func (p *pacer) take() bool {
 // fires late leaves the surplus in the bucket, so the rate holds on
 // average.
 func (p *pacer) wait(stop <-chan struct{}) {
-	need := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
+	need := time.Duration((1 - p.tokens) / p.effective(time.Now()) * float64(time.Second))
 	t := time.NewTimer(need)
 	defer t.Stop()
 	select {

@@ -1,6 +1,9 @@
 package acp
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -58,5 +61,41 @@ func TestPacerUnpacedIgnoresStalls(t *testing.T) {
 	p.wrote(time.Second)
 	if !p.take() || p.rate != -1 {
 		t.Fatalf("unpaced pacer: rate %v", p.rate)
+	}
+}
+
+// The pace follows the CPU pressure the kernel reports: at half the time
+// stalled the rate is half, and never below a tenth of the configured rate;
+// a kernel without PSI leaves the configured rate alone.
+func TestPacerFollowsCPUPressure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu")
+	psi := func(total int) {
+		body := fmt.Sprintf("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", total)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	psi(1000)
+	p := newPacer(500, 256)
+	p.cpu = newCPUPressure(path)
+	if !p.cpu.usable {
+		t.Fatal("a PSI file was not read")
+	}
+	t0 := p.cpu.at
+	psi(1000 + 500_000) // half of the next second stalled
+	if got := p.effective(t0.Add(time.Second)); got != 250 {
+		t.Fatalf("rate %v at half the time stalled, want 250", got)
+	}
+	psi(1000 + 500_000 + 10_000_000) // all of the next ten seconds
+	if got := p.effective(t0.Add(11 * time.Second)); got != 50 {
+		t.Fatalf("rate %v with the CPU saturated, want the floor of a tenth, 50", got)
+	}
+	if got := p.effective(t0.Add(11*time.Second + pressureEvery/2)); got != 50 {
+		t.Fatalf("between samples the rate moved to %v", got)
+	}
+	none := newPacer(500, 256)
+	none.cpu = newCPUPressure(filepath.Join(t.TempDir(), "missing"))
+	if got := none.effective(time.Now().Add(time.Minute)); got != 500 {
+		t.Fatalf("without PSI the rate is %v, want 500", got)
 	}
 }

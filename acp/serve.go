@@ -34,11 +34,13 @@ type Options struct {
 	// UpdatesPerSecond paces session/update notifications after a burst of
 	// 256: acp-go-sdk clients drop the connection when their handler falls
 	// 1,024 notifications behind, and no protocol signal tells an agent how
-	// fast the client's handler is. 0 means 600 per second (a client whose
-	// handler takes 1 ms per update keeps up with room to spare on a busy
-	// machine); a negative value disables pacing (the pipe's backpressure
-	// alone remains). While the client is held to the pace, a tool call's
-	// queued updates coalesce, so a turn needs fewer frames.
+	// fast the client's handler is. 0 means 500 per second (twice what a
+	// client whose handler takes 1 ms per update needs on an idle core);
+	// the rate then follows the machine's CPU pressure (a busy machine
+	// slows the client's handler too) and halves when the pipe stalls. A
+	// negative value disables pacing (the pipe's backpressure alone
+	// remains). While the client is held to the pace, queued updates that a
+	// later one continues or supersedes merge, so a turn needs fewer frames.
 	UpdatesPerSecond float64
 	// Prices, by model id, turn usage_update into one with the session's
 	// running cost (the config file's "prices" key; see ParsePrices).
