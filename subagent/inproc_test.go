@@ -337,3 +337,30 @@ func TestCancelledBeforeStart(t *testing.T) {
 		t.Fatal("a child was created")
 	}
 }
+
+// An in-process child works in its parent's workspace roots: the parent's
+// additional directories are the child's too (recorded in its log).
+func TestInprocChildGetsParentRoots(t *testing.T) {
+	h := newHarness(t, hopts{})
+	p := h.parent(0)
+	extra := t.TempDir()
+	if err := p.SetAdditionalDirs([]string{extra}); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	if r := h.call(context.Background(), p, rec, map[string]any{"description": "answer", "prompt": "CHILD-OK please"}); r.IsError {
+		t.Fatalf("result %q", resultText(r))
+	}
+	st, _ := event.Decode[event.SubagentStart](rec.of(event.TypeSubagentStart)[0])
+	_, evs := h.childEvents(st.ChildSessionID)
+	var got []string
+	for _, ev := range evs {
+		if ev.Type == event.TypeSessionDirs {
+			d, _ := event.Decode[event.SessionDirs](ev)
+			got = d.AdditionalDirectories
+		}
+	}
+	if len(got) != 1 || got[0] != extra {
+		t.Fatalf("the child's roots are %v, want the parent's %v", got, extra)
+	}
+}

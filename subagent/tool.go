@@ -229,7 +229,8 @@ func (c *call) inproc(ctx context.Context) outcome {
 	}
 	var streamed lockedText
 	child, err := c.t.rt.Create(ctx, core.SessionOptions{
-		Cwd: c.cwd, Config: c.parent.Config(), PermissionMode: c.parent.Mode(), Asker: parentAsker{c.parent, c.parentCall()},
+		Cwd: c.cwd, AdditionalDirs: c.parent.AdditionalDirs(), Config: c.parent.Config(), PermissionMode: c.parent.Mode(),
+		Asker: parentAsker{c.parent, c.parentCall()},
 		Files: c.env.Files, Exec: c.env.Exec, ParentSession: c.parent.ID(), Depth: c.depth, Origin: "subagent",
 		OnDelta: streamed.onDelta,
 	})
