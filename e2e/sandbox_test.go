@@ -294,6 +294,12 @@ func testSandboxKeepsBuildsWorking(t *testing.T, u sandboxUser) {
 		`git -c user.email=a@b -c user.name=t commit -qm one && git status --short > git-status && ` +
 		`printf 'module m\n\ngo 1.21\n' > go.mod && printf 'package main\nfunc main(){}\n' > main.go && ` +
 		`GOFLAGS=-mod=mod go build -o bin/m . && echo built > built`
+	// A home has its ~/.cache (a tool cache that does not exist cannot be
+	// made from inside the sandbox: Landlock allows only what exists).
+	must(t, os.MkdirAll(filepath.Join(sw.Home, ".cache"), 0o755))
+	if u.as != nil {
+		must(t, os.Chown(filepath.Join(sw.Home, ".cache"), int(u.as.Uid), int(u.as.Gid)))
+	}
 	sw.Env = append(sw.Env, "PATH="+os.Getenv("PATH"), "GOCACHE="+filepath.Join(sw.Home, ".cache", "go-build"), "GOPATH="+filepath.Join(sw.Home, "go"))
 	sw.srv.Enqueue(modeltest.ToolCallsReply("build", bashCall(t, "call_build", script)), modeltest.TextReply("built"))
 	sw.Env = append(sw.Env, "DSH_SANDBOX=required")

@@ -32,7 +32,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -89,8 +88,10 @@ type Config struct {
 	// places and the session root.
 	Hidden []string
 	// Writable are writable for every command besides the session's own
-	// folders: the tool caches (go, npm), so builds keep working. New
-	// makes the missing ones.
+	// folders: the tool caches (go, npm), so builds keep working. One
+	// that does not exist yet stays unwritable: Landlock allows only
+	// folders that exist, and dsh writes nothing outside the session
+	// root and the workspace to make it.
 	Writable []string
 	// Reaper is the binary that dispatches proc.ReaperArg (the dsh binary
 	// itself): with it, a user without CAP_SYS_ADMIN gets namespaces
@@ -127,18 +128,8 @@ func New(cfg Config) *Sandbox {
 	s := &Sandbox{cfg: cfg}
 	if cfg.Setting != Off {
 		s.pr = probe(cfg)
-		makeCaches(cfg.Writable)
 	}
 	return s
-}
-
-// makeCaches makes the tool caches that are missing, once: Landlock can
-// allow writing only below a folder that exists, so a first go build or
-// npm install could not otherwise create ~/.cache or ~/.npm.
-func makeCaches(dirs []string) {
-	for _, d := range clean(dirs) {
-		_ = os.MkdirAll(d, 0o755) // a cache we cannot make stays unwritable, as before
-	}
 }
 
 // Setting is the configured setting.
