@@ -93,6 +93,7 @@ type hopts struct {
 	// Pacing and the outbox hook (raw harness only).
 	updatesPerSecond float64
 	onOutboxFull     func()
+	onForget         func(string)
 }
 
 // withDefaults fills what a test left out: fresh root and workspace, mode

@@ -38,7 +38,7 @@ func startRaw(t *testing.T, o hopts) *rawClient {
 	done := make(chan error, 1)
 	go func() {
 		done <- Serve(context.Background(), rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test",
-			UpdatesPerSecond: o.updatesPerSecond, onOutboxFull: o.onOutboxFull})
+			UpdatesPerSecond: o.updatesPerSecond, onOutboxFull: o.onOutboxFull, onForget: o.onForget})
 		_ = agentOut.Close()
 	}()
 	gate := &gatedReader{r: clientIn, open: make(chan struct{})}

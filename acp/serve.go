@@ -60,6 +60,9 @@ type Options struct {
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.
 	onOutboxFull func()
+	// onForget, for tests, runs when the state of a closed session is
+	// dropped.
+	onForget func(sessionID string)
 	// CloseTimeout bounds the wait for running turns to settle when the
 	// connection ends (default 10 s).
 	CloseTimeout time.Duration

@@ -191,6 +191,9 @@ func (a *agent) subscribe(sub *core.Subscription) {
 	for {
 		select {
 		case n := <-sub.C():
+			if n.Kind == core.NoticeClosed {
+				a.sessionClosed(n.SessionID)
+			}
 			if n.Kind != core.NoticeEvent {
 				continue
 			}
@@ -205,6 +208,31 @@ func (a *agent) subscribe(sub *core.Subscription) {
 		case <-sub.Done():
 			return
 		}
+	}
+}
+
+// sessionClosed queues the forgetting of a session's state once its core session
+// has closed: the state goes when every update queued before it is on the
+// wire. A state that a later session/load replaced (a new core session)
+// stays.
+func (a *agent) sessionClosed(id string) {
+	st := a.tracked(id)
+	if st == nil || !st.s.Closed() {
+		return
+	}
+	a.pump.push(item{st: st, forget: true})
+}
+
+// forget drops st, unless the session's state is another one by now.
+func (a *agent) forget(st *sessState) {
+	a.mu.Lock()
+	gone := a.sessions[st.id] == st
+	if gone {
+		delete(a.sessions, st.id)
+	}
+	a.mu.Unlock()
+	if gone && a.opts.onForget != nil {
+		a.opts.onForget(st.id)
 	}
 }
 
@@ -227,6 +255,9 @@ type item struct {
 	update *sdk.SessionUpdate
 	// done, when set, is closed once the item's updates are on the wire.
 	done chan struct{}
+	// forget: the session closed; its state goes once the outbox has
+	// written what came before.
+	forget bool
 }
 
 // pumpQueue bounds the pump's queue (events and door-made updates).
@@ -303,6 +334,8 @@ func (p *pump) process(it item) {
 		st.proj.live(*it.event)
 	case it.update != nil:
 		p.a.out.put(st.id, *it.update)
+	case it.forget:
+		p.a.out.mark(func() { p.a.forget(st) })
 	}
 	if it.done != nil {
 		p.a.out.mark(func() { close(it.done) })

@@ -454,6 +454,7 @@ func (r *Runtime) forget(s *Session) {
 }
 
 func (r *Runtime) sessionClosed(id string) {
+	r.publish(Notice{Kind: NoticeClosed, SessionID: id})
 	r.mu.Lock()
 	hooks := append([]func(string){}, r.onClose...)
 	r.mu.Unlock()

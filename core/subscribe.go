@@ -20,6 +20,10 @@ const (
 	// NoticeCreated: a session was created or resumed in this runtime
 	// (the SDK door announces sessions with a parent as subagent.started).
 	NoticeCreated
+	// NoticeClosed: a session was closed in this runtime, after its last
+	// event; no notice of it follows unless it is opened again. A door
+	// drops what it kept for the session once this is through its queue.
+	NoticeClosed
 )
 
 // Status of a session's agent.
