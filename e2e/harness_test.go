@@ -79,7 +79,7 @@ type world struct {
 	Root string
 	Home string
 	Env  []string
-	// As, when set, runs the binary as that user (run only).
+	// As, when set, runs the binary as that user.
 	As *syscall.Credential
 }
 
@@ -163,6 +163,9 @@ func (w *world) start(args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser,
 	cmd := exec.Command(dshBin, args...)
 	cmd.Dir = w.Cwd
 	cmd.Env = w.Env
+	if w.As != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.As}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		w.t.Fatal(err)
