@@ -188,3 +188,22 @@ func TestStandaloneContainsWithoutDsh(t *testing.T) {
 		t.Errorf("sandbox off: %v", plain)
 	}
 }
+
+// TestCoverSkipsWhatCannotBeSeen: a hidden place that is missing, or that
+// this user cannot look at, needs no cover and does not fail the setup.
+func TestCoverSkipsWhatCannotBeSeen(t *testing.T) {
+	if err := cover(filepath.Join(t.TempDir(), "missing")); err != nil {
+		t.Fatalf("missing: %v", err)
+	}
+	if isRoot() {
+		t.Skip("root can look everywhere")
+	}
+	locked := t.TempDir()
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	if err := cover(filepath.Join(locked, "x")); err != nil {
+		t.Fatalf("unreadable: %v", err)
+	}
+}

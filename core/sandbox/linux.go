@@ -232,10 +232,12 @@ func mountView(p Policy) error {
 }
 
 // cover hides one place: an empty tmpfs over a folder, /dev/null over a
-// file. Missing places need nothing.
+// file. Missing places need nothing, nor places this user cannot even
+// look at (a configured path under someone else's folder): the command,
+// which runs as this user, cannot read them either.
 func cover(path string) error {
 	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil
 	}
 	if err != nil {
