@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,5 +206,19 @@ func TestCoverSkipsWhatCannotBeSeen(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(locked, 0o755) })
 	if err := cover(filepath.Join(locked, "x")); err != nil {
 		t.Fatalf("unreadable: %v", err)
+	}
+}
+
+// TestProbeGetsNoEnvironment: the probe's reapers are dumpable, so they
+// must not carry dsh's environment (the API key): theirs is empty, not
+// inherited, and they enter the namespaces with the machine's policy.
+func TestProbeGetsNoEnvironment(t *testing.T) {
+	c := probeCommand(Config{Reaper: "/bin/dsh", Hidden: []string{"/h"}, Network: false}, io.Discard)
+	if c.Env == nil || len(c.Env) != 0 {
+		t.Fatalf("env %v: nil inherits dsh's", c.Env)
+	}
+	pol := c.Argv[slices.Index(c.Argv, "--policy")+1]
+	if p, err := ParsePolicy(pol); err != nil || !p.Enter || p.Network || !slices.Equal(p.Hidden, []string{"/h"}) {
+		t.Fatalf("policy %s %v", pol, err)
 	}
 }

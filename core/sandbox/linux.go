@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -65,12 +66,12 @@ func probe(cfg Config) probed {
 }
 
 // probeUserNS runs the reaper with the machine's policy in a user
-// namespace over /bin/true, and returns what went wrong.
+// namespace over /bin/true, and returns what went wrong. Its environment
+// is empty: the reapers are dumpable, so dsh's (the API key) must not be
+// theirs.
 func probeUserNS(cfg Config) error {
-	pol := Policy{Hidden: clean(cfg.Hidden), Network: cfg.Network, Enter: true}
 	var out bytes.Buffer
-	p, err := proc.Start(proc.Config{Argv: proc.ReaperArgv(cfg.Reaper, 0, pol.encode(), "/bin/true"),
-		Stdout: &out, Stderr: &out, TailLines: -1})
+	p, err := proc.Start(probeCommand(cfg, &out))
 	if err != nil {
 		return err
 	}
@@ -83,6 +84,12 @@ func probeUserNS(cfg Config) error {
 		return errors.New(msg)
 	}
 	return nil
+}
+
+func probeCommand(cfg Config, out io.Writer) proc.Config {
+	pol := Policy{Hidden: clean(cfg.Hidden), Network: cfg.Network, Enter: true}
+	return proc.Config{Argv: proc.ReaperArgv(cfg.Reaper, 0, pol.encode(), "/bin/true"),
+		Env: []string{}, Stdout: out, Stderr: out, TailLines: -1}
 }
 
 // hasCapSysAdmin reads CapEff (bit 21) from /proc/self/status.
