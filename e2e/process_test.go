@@ -140,3 +140,63 @@ func killHolders(path string) {
 		}
 	}
 }
+
+// mcpDetaching is an MCP server config whose server leaves a descendant
+// outside its process group (setsid, from a subshell that exits, so the
+// descendant is orphaned) holding the FIFO, then runs the Go SDK test
+// server.
+func mcpDetaching(t *testing.T, fifo string) map[string]any {
+	script := `exec 3>` + fifo + `; (setsid sh -c 'echo up >&3; exec sleep 1007' &); exec 3>&-; exec ` + mcptestServer(t)
+	return map[string]any{"d": map[string]any{"command": "/bin/sh", "args": []string{"-c", script}}}
+}
+
+// TestMCPServerLeavesNothingRunning: what an MCP stdio server detaches is
+// gone once dsh run has answered (the server runs under the reaper).
+func TestMCPServerLeavesNothingRunning(t *testing.T) {
+	srv := modeltest.New(t)
+	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
+	h := newHolder(t, w.Cwd)
+	cfg := filepath.Join(w.Home, "config.json")
+	writeFile(t, cfg, mustJSON(t, map[string]any{"mcpServers": mcpDetaching(t, h.path)}))
+	srv.Enqueue(modeltest.TextReply("done"))
+	r := w.run(nil, "run", "--config", cfg, "hello")
+	wantExit(t, r, 0)
+	select {
+	case <-h.ready:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the MCP server's descendant never started; stderr:\n%s", r.Stderr)
+	}
+	select {
+	case <-h.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a detached descendant of an MCP server outlived dsh run")
+	}
+}
+
+// TestSIGKILLedDshTakesTheMCPServerTree: dsh SIGKILLed while an MCP
+// server's detached descendant runs — the server's reaper gets SIGTERM from
+// the kernel and ends the whole tree.
+func TestSIGKILLedDshTakesTheMCPServerTree(t *testing.T) {
+	srv := modeltest.New(t)
+	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
+	h := newHolder(t, w.Cwd)
+	cfg := filepath.Join(w.Home, "config.json")
+	writeFile(t, cfg, mustJSON(t, map[string]any{"mcpServers": mcpDetaching(t, h.path)}))
+	srv.Enqueue(modeltest.NewStream().Role().Stall().Reply())
+	cmd, stdin, _, errb := w.start("run", "--config", cfg, "hang")
+	stdin.Close()
+	select {
+	case <-h.ready:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the MCP server never started; stderr:\n%s", errb.String())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	select {
+	case <-h.gone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an MCP server's detached descendant outlived a SIGKILLed dsh")
+	}
+}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model/modeltest"
+	"github.com/dsh-dev/dsh/core/proc"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/sdkrpc/client"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
@@ -286,7 +287,7 @@ func saProcs(prefix string) map[int]string {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
+		if err != nil || isReaper(pid) {
 			continue
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
@@ -296,6 +297,17 @@ func saProcs(prefix string) map[int]string {
 		}
 	}
 	return out
+}
+
+// isReaper reports a dsh reaper (`dsh __reap -- …`), which carries its
+// child's environment: the child, not the reaper, is the agent process.
+func isReaper(pid int) bool {
+	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := bytes.Split(cmd, []byte{0})
+	return len(args) > 1 && string(args[1]) == proc.ReaperArg
 }
 
 // children returns the live child processes of this world by pid

@@ -22,7 +22,7 @@ type childProc struct {
 
 // startProc starts argv in dir with env.
 func startProc(argv, env []string, dir string) (*childProc, error) {
-	p, err := proc.Start(proc.Config{Argv: argv, Env: env, Dir: dir, Pipes: true, TailLines: 40, TailLineBytes: 2 << 10})
+	p, err := proc.Start(proc.Config{Argv: argv, Env: env, Dir: dir, Pipes: true, Reaped: true, TailLines: 40, TailLineBytes: 2 << 10})
 	if err != nil {
 		return nil, err
 	}

@@ -58,11 +58,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.ReaperArg {
 		syscall.Exit(proc.ReaperMain(os.Args[2:], os.Stderr, sandbox.Setup))
 	}
-	// What detaches from a child of ours (a daemon an MCP server or agent
-	// started) is reparented to us, not to PID 1: it stays in our tree,
-	// where group kills reach it and we reap it.
-	if err := proc.BecomeSubreaper(); err != nil {
-		fmt.Fprintf(os.Stderr, "dsh: %v\n", err)
+	// MCP servers and ACP agents run under the reaper too: what detaches
+	// from them (a daemon, npx's node) is adopted and reaped there, and
+	// ends with them or with us. dsh itself is not a subreaper: nothing
+	// would reap what came to it.
+	if exe, err := os.Executable(); err == nil {
+		proc.UseReaper(exe)
 	}
 	// A peer that goes away must not kill us with SIGPIPE mid-write: the
 	// write fails with EPIPE instead and the door shuts down cleanly,

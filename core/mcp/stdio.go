@@ -89,7 +89,7 @@ func startStdio(c ServerConfig, cwd string, noise func(string)) (*stdioProc, sdk
 		return nil, nil, err
 	}
 	p, err := proc.Start(proc.Config{Argv: append([]string{path}, c.Args...), Env: env, Dir: cwd, Pipes: true,
-		TailLines: 20, Name: "mcp server " + c.Name})
+		Reaped: true, TailLines: 20, Name: "mcp server " + c.Name})
 	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", c.Command, err)
 	}

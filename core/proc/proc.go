@@ -62,6 +62,14 @@ type Config struct {
 	// only (the sandbox of root: a non-dumpable dsh cannot map a user
 	// namespace for its child; the reaper does that, see ReaperStart).
 	Cloneflags uintptr
+	// Reaped runs the child under the reaper named by UseReaper (when one
+	// is): what the child detaches (setsid, a double fork) is adopted and
+	// reaped there instead of lingering as a zombie of ours or escaping to
+	// PID 1, and the whole tree ends when the child exits, when Stop sends
+	// SIGTERM (reaperGrace, then SIGKILL — shorter than any ladder's Term
+	// step), or when dsh dies, SIGKILL included (the reaper's parent-death
+	// signal is SIGTERM). Process.Pid is then the reaper's.
+	Reaped bool
 	// WaitDelay bounds how long reaping waits for the stdio copiers after
 	// the child exited, when a grandchild still holds them (0: 1 s).
 	WaitDelay time.Duration
@@ -95,6 +103,12 @@ var ErrNoCommand = errors.New("no command to run")
 func Start(cfg Config) (*Process, error) {
 	if len(cfg.Argv) == 0 || cfg.Argv[0] == "" {
 		return nil, ErrNoCommand
+	}
+	if cfg.Reaped {
+		var err error
+		if cfg, err = underReaper(cfg); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(cfg.Argv[0], cfg.Argv[1:]...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Dir

@@ -284,3 +284,34 @@ func TestTailRing(t *testing.T) {
 		t.Fatalf("long line kept as %d bytes", len(last))
 	}
 }
+
+// TestReapedChildEndsItsTree: a Reaped child (an MCP server, an agent)
+// runs under the reaper named by UseReaper; the close ladder's SIGTERM
+// reaches the reaper, which ends what the child detached before the
+// ladder's SIGKILL would orphan it; a missing command is still Start's
+// error.
+func TestReapedChildEndsItsTree(t *testing.T) {
+	UseReaper(self(t))
+	t.Cleanup(func() { UseReaper("") })
+	if _, err := Start(Config{Argv: []string{"dsh-no-such-command"}, Pipes: true, Reaped: true}); err == nil ||
+		!strings.Contains(err.Error(), "dsh-no-such-command") {
+		t.Fatalf("a missing command under the reaper: %v", err)
+	}
+	r, w := holders(t)
+	p, err := Start(Config{Argv: []string{"sh", "-c", "(setsid sh -c 'echo detached; exec sleep 1003' &); exec sleep 1004"},
+		Stdout: w, Reaped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if line, err := bufio.NewReader(r).ReadString('\n'); err != nil || line != "detached\n" {
+		t.Fatalf("%q %v", line, err)
+	}
+	if err := p.Stop(context.Background(), Ladder{Term: 3 * time.Second, Kill: 3 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if sig, ok := Signaled(p.State()); ok && sig == syscall.SIGKILL {
+		t.Fatal("the reaper needed the ladder's SIGKILL")
+	}
+	awaitEOF(t, r, 5*time.Second, "the reaped child's detached descendant")
+}

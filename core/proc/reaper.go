@@ -4,6 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -48,6 +52,44 @@ type ReaperStart struct {
 	// AmbientCaps are kept across the exec (Linux capabilities, in the
 	// new user namespace).
 	AmbientCaps []uintptr
+}
+
+// reaperBinary is the binary UseReaper named, or nil.
+var reaperBinary atomic.Pointer[string]
+
+// UseReaper names the binary whose ReaperArg runs the children started
+// with Config.Reaped: the dsh binary, which dispatches ReaperArg first thing
+// in main. It is process-wide, as that dispatch is; a program that does not
+// call it (a Go host using sdkrpc/client) starts Reaped children directly.
+func UseReaper(binary string) { reaperBinary.Store(&binary) }
+
+// reaperGrace is the SIGTERM-to-SIGKILL wait of a Reaped child's reaper:
+// shorter than the Term step of every ladder in use (the MCP servers' is
+// 0.8 s), so the reaper has killed and reaped the tree before Stop would
+// SIGKILL the reaper itself and orphan what is left.
+const reaperGrace = 400 * time.Millisecond
+
+// underReaper rewrites cfg to run its command under the reaper, if one is
+// named. A bare command name is looked up here, as exec.Command would, so
+// a missing command is still Start's error rather than the reaper's exit.
+func underReaper(cfg Config) (Config, error) {
+	self := reaperBinary.Load()
+	if self == nil || *self == "" {
+		return cfg, nil
+	}
+	argv := append([]string(nil), cfg.Argv...)
+	if !strings.Contains(argv[0], "/") {
+		path, err := exec.LookPath(argv[0])
+		if err != nil {
+			return cfg, fmt.Errorf("start %s: %w", argv[0], err)
+		}
+		argv[0] = path
+	}
+	cfg.Argv = ReaperArgv(*self, reaperGrace, "", argv...)
+	if cfg.ParentDeathSignal == 0 {
+		cfg.ParentDeathSignal = syscall.SIGTERM
+	}
+	return cfg, nil
 }
 
 // ReaperArgv is the argv that runs argv under the reaper of binary self
