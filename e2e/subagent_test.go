@@ -1349,3 +1349,33 @@ func TestSubagentChildEnv(t *testing.T) {
 		t.Errorf("the parent's turn ended %q, want aborted", o.Stop)
 	}
 }
+
+// TestSubagentProgressOnRunStderr: a plain `dsh run` shows each child's
+// tool call on stderr under the subagent call while it runs, for every
+// provider (an inproc child's own events, a remote child's
+// subagent/progress).
+func TestSubagentProgressOnRunStderr(t *testing.T) {
+	t.Parallel()
+	plan := saPlan{Scenario: "stderr-progress", Agents: saBuiltins, Final: "PARENT-DONE", Children: map[string]saChild{}}
+	for _, a := range saBuiltins {
+		plan.Children[a] = saChild{Text: "the " + a + " child is done", Bash: "echo from-child-" + a}
+	}
+	sw := newSAWorld(t, plan, saOpts{sse: true})
+	cmd, stdin, stdout, errb := sw.start(append(append([]string{"run"}, sw.flags...), plan.parentPrompt())...)
+	stdin.Close()
+	out, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("dsh run: %v\nstdout:\n%s\nstderr:\n%s", err, out, errb.String())
+	}
+	for _, a := range saBuiltins {
+		found := false
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if strings.Contains(l, "↳") && strings.HasSuffix(l, " via "+a) && (a != saInproc || strings.Contains(l, "from-child-"+a)) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no child tool call line on stderr:\n%s", a, errb.String())
+		}
+	}
+}

@@ -31,6 +31,7 @@ type Progress struct {
 	start     time.Time
 	step      int
 	calls     map[string]callLine
+	delegated map[string]string // subagent call id → what it delegated
 	denied    map[string]bool
 	usage     usageSum
 	reasoning bool // inside a streamed reasoning block
@@ -69,7 +70,7 @@ func NewProgress(w io.Writer, o ProgressOptions) *Progress {
 		o.Now = time.Now
 	}
 	p := &Progress{w: w, tty: o.TTY && !o.Quiet, color: o.Color && !o.Quiet, quiet: o.Quiet, now: o.Now,
-		calls: map[string]callLine{}, denied: map[string]bool{}}
+		calls: map[string]callLine{}, denied: map[string]bool{}, delegated: map[string]string{}}
 	p.start = p.now()
 	return p
 }
@@ -178,6 +179,9 @@ func (p *Progress) Event(ev event.Event) {
 	case event.TypeToolCall:
 		if d, err := event.Decode[event.ToolCall](ev); err == nil {
 			p.calls[d.CallID] = callLine{name: d.Name, started: p.now()}
+			if d.Name == subagentTool {
+				p.delegated[d.CallID] = strings.TrimPrefix(argSummary(d.Name, d.Arguments), ": ")
+			}
 			p.line("%s %s%s", p.mark("→", "36"), printableName(d.Name), argSummary(d.Name, d.Arguments))
 			p.waitFor("running " + printableName(d.Name))
 		}
@@ -185,6 +189,42 @@ func (p *Progress) Event(ev event.Event) {
 		p.permission(ev)
 	case event.TypeToolResult:
 		p.result(ev)
+	case event.TypeSubagentProgress:
+		if d, err := event.Decode[event.SubagentProgress](ev); err == nil && d.Kind == event.ProgressToolCall && d.Title != "" {
+			p.childLine(d.CallID, clip(d.Title, 120))
+		}
+	}
+}
+
+// subagentTool is the delegation tool's name (subagent.ToolName; headless
+// does not import the gateway).
+const subagentTool = "subagent"
+
+// ChildEvent shows one committed event of an in-process subagent's
+// session, the child of this run's subagent call callID: its tool calls,
+// indented under the call, as a remote child's subagent/progress shows.
+func (p *Progress) ChildEvent(callID string, ev event.Event) {
+	if ev.Type != event.TypeToolCall {
+		return
+	}
+	d, err := event.Decode[event.ToolCall](ev)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.childLine(callID, printableName(d.Name)+argSummary(d.Name, d.Arguments))
+}
+
+// childLine prints a subagent's step, naming what the call delegated
+// (parallel subagents interleave).
+func (p *Progress) childLine(callID, what string) {
+	if label := p.delegated[callID]; label != "" {
+		what += " · " + label
+	}
+	p.line("  %s %s", p.mark("↳", "2"), what)
+	if p.tty && p.spin.label != "" && !p.reasoning {
+		p.drawSpinner() // the same wait goes on
 	}
 }
 

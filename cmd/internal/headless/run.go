@@ -173,9 +173,19 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 // --json projector or the progress view, with the live deltas in order.
 func projectTurn(sub *core.Subscription, id string, startSeq int64, t *core.Ticket, proj *Projector, prog *Progress,
 	deltas <-chan model.Delta, logger *slog.Logger) {
+	children := map[string]string{} // in-process subagents of this turn → their call
 	show := func(n core.Notice) (end bool) {
+		if call, ok := children[n.SessionID]; ok && n.Kind == core.NoticeEvent && proj == nil {
+			prog.ChildEvent(call, n.Event)
+			return false
+		}
 		if n.Kind != core.NoticeEvent || n.SessionID != id || n.Event.Seq < startSeq {
 			return false
+		}
+		if n.Event.Type == event.TypeSubagentStart {
+			if d, err := event.Decode[event.SubagentStart](n.Event); err == nil && d.ChildSessionID != "" {
+				children[d.ChildSessionID] = d.CallID
+			}
 		}
 		if proj != nil {
 			if err := proj.Event(n.Event); err != nil {
