@@ -421,6 +421,37 @@ func (s *Session) Running() bool {
 // of the session holding every prompt it is ever sent.
 const MaxQueuedPrompts = 256
 
+// MaxQueuedPromptBytes bounds the text the inbox holds besides (images are
+// attachments on disk): 256 prompts the size of one frame each would be
+// gigabytes. A prompt that alone is larger still queues into an empty
+// inbox, so no prompt is refused only for its size.
+const MaxQueuedPromptBytes = 32 << 20
+
+// promptBytes is what a prompt's content holds in memory.
+func promptBytes(content []event.ContentBlock) int {
+	n := 0
+	for _, b := range content {
+		n += len(b.Text) + len(b.Arguments) + promptBytes(b.Content)
+	}
+	return n
+}
+
+// inboxFull says why the inbox cannot take a prompt of size bytes, or "".
+// Called with mu held.
+func (s *Session) inboxFull(size int) string {
+	if len(s.inbox) >= MaxQueuedPrompts {
+		return fmt.Sprintf("%d prompts are already waiting for the running turn", MaxQueuedPrompts)
+	}
+	held := 0
+	for _, t := range s.inbox {
+		held += promptBytes(t.msg.Content)
+	}
+	if len(s.inbox) > 0 && held+size > MaxQueuedPromptBytes {
+		return fmt.Sprintf("the waiting prompts hold %d bytes; this one's %d would pass the bound of %d", held, size, MaxQueuedPromptBytes)
+	}
+	return ""
+}
+
 // Prompt queues a user message for the next turn and returns once its
 // agent/inbox/spliced receipt is committed (and so published): a door that
 // answers with the message id after Prompt returns has already sent the
@@ -440,9 +471,9 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 		s.mu.Unlock()
 		return nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
-	if len(s.inbox) >= MaxQueuedPrompts {
+	if why := s.inboxFull(promptBytes(content)); why != "" {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("session %s: %w: %d prompts are already waiting for the running turn", s.id, ErrQueueFull, MaxQueuedPrompts)
+		return nil, fmt.Errorf("session %s: %w: %s", s.id, ErrQueueFull, why)
 	}
 	start := len(s.inbox)
 	s.inbox = append(s.inbox, t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -140,6 +141,43 @@ func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 	}
 	if err1 := <-first; err1 != err2 {
 		t.Fatalf("first Close %v, second %v: want the same result", err1, err2)
+	}
+}
+
+// TestPromptQueueIsBoundedInBytes: the waiting prompts' text is bounded
+// too; a prompt that would pass it is refused (nothing committed), while
+// one bigger than the bound alone still queues into an empty inbox.
+func TestPromptQueueIsBoundedInBytes(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := newHarness(t, func(ctx context.Context, r *model.Request) (*model.Response, error) {
+		close(entered)
+		<-release
+		return text("first")(ctx, r)
+	}, text("the rest"))
+	s := h.session()
+	first, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("first")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	big := strings.Repeat("x", MaxQueuedPromptBytes/2+1)
+	alone, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(big + big)})
+	if err != nil {
+		t.Fatalf("a prompt over the bound into an empty inbox: %v", err)
+	}
+	before := len(s.Events())
+	if _, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("small, but the inbox is full")}); !errors.Is(err, ErrQueueFull) ||
+		!strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("prompt past the byte bound: %v, want ErrQueueFull naming bytes", err)
+	}
+	if n := len(s.Events()); n != before {
+		t.Fatalf("the refused prompt committed %d events", n-before)
+	}
+	close(release)
+	<-first.Done()
+	<-alone.Done()
+	if _, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(big)}); err != nil {
+		t.Fatalf("after the queue drained: %v", err)
 	}
 }
 
