@@ -53,7 +53,18 @@ func (l *eventLogger) run() {
 				l.event(n.SessionID, n.Event)
 			}
 		case <-l.sub.Done():
-			return
+			// What was published before the close is still queued (the
+			// last turn's end, typically): log it, then stop.
+			for {
+				select {
+				case n := <-l.sub.C():
+					if n.Kind == core.NoticeEvent {
+						l.event(n.SessionID, n.Event)
+					}
+				default:
+					return
+				}
+			}
 		}
 	}
 }
