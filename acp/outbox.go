@@ -84,7 +84,7 @@ type outbox struct {
 func newOutbox(conn *wire.Conn, perSecond float64) *outbox {
 	pace := newPacer(perSecond, updateBurst)
 	if perSecond > 0 {
-		pace.cpu = newCPUPressure("/proc/pressure/cpu")
+		pace.cpu = newCPUShare("/proc/loadavg")
 	}
 	return &outbox{conn: conn, pace: pace, wake: make(chan struct{}, 1),
 		room: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}

@@ -15,7 +15,7 @@ type pacer struct {
 	burst  float64
 	tokens float64
 	last   time.Time
-	cpu    *cpuPressure // nil: the configured rate alone
+	cpu    *cpuShare // nil: the configured rate alone
 }
 
 const (
@@ -40,12 +40,10 @@ func (p *pacer) refill(now time.Time) {
 	p.tokens = min(p.burst, p.tokens+dt*p.effective(now))
 }
 
-// effective is the rate scaled by the CPU left to run the client: at a
-// stall share s the rate is (1-s) of itself, never below a tenth of the
-// configured rate (nor the floor).
+// effective is the rate scaled by the share of a CPU the client gets, never
+// below a tenth of the configured rate (nor the floor).
 func (p *pacer) effective(now time.Time) float64 {
-	s := p.cpu.share(now)
-	return max(p.rate*(1-s), min(p.rate, max(p.base/10, minPaceRate)))
+	return max(p.rate*p.cpu.now(now), min(p.rate, max(p.base/10, minPaceRate)))
 }
 
 // take takes a token if one is there.

@@ -64,38 +64,44 @@ func TestPacerUnpacedIgnoresStalls(t *testing.T) {
 	}
 }
 
-// The pace follows the CPU pressure the kernel reports: at half the time
-// stalled the rate is half, and never below a tenth of the configured rate;
-// a kernel without PSI leaves the configured rate alone.
-func TestPacerFollowsCPUPressure(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpu")
-	psi := func(total int) {
-		body := fmt.Sprintf("some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", total)
-		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+// The pace follows the share of a CPU a busy task gets: with twice as
+// many runnable tasks as CPUs the rate is half, and never below a tenth of
+// the configured rate; idle CPUs leave it whole; a machine without the
+// file leaves the configured rate alone.
+func TestPacerFollowsTheCPUShare(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "loadavg")
+	runnable := func(n int) {
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("0.50 0.40 0.30 %d/300 4242\n", n)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	psi(1000)
+	runnable(1)
 	p := newPacer(500, 256)
-	p.cpu = newCPUPressure(path)
-	if !p.cpu.usable {
-		t.Fatal("a PSI file was not read")
+	p.cpu = newCPUShare(path)
+	p.cpu.cpus = 2
+	p.cpu.share = p.cpu.of(1)
+	if !p.cpu.usable || p.effective(p.cpu.at) != 500 {
+		t.Fatalf("one runnable task on two CPUs: usable %v, rate %v, want 500", p.cpu.usable, p.effective(p.cpu.at))
 	}
 	t0 := p.cpu.at
-	psi(1000 + 500_000) // half of the next second stalled
+	runnable(4)
 	if got := p.effective(t0.Add(time.Second)); got != 250 {
-		t.Fatalf("rate %v at half the time stalled, want 250", got)
+		t.Fatalf("rate %v with four runnable tasks on two CPUs, want 250", got)
 	}
-	psi(1000 + 500_000 + 10_000_000) // all of the next ten seconds
-	if got := p.effective(t0.Add(11 * time.Second)); got != 50 {
-		t.Fatalf("rate %v with the CPU saturated, want the floor of a tenth, 50", got)
+	runnable(200)
+	if got := p.effective(t0.Add(2 * time.Second)); got != 50 {
+		t.Fatalf("rate %v with the CPUs swamped, want the floor of a tenth, 50", got)
 	}
-	if got := p.effective(t0.Add(11*time.Second + pressureEvery/2)); got != 50 {
-		t.Fatalf("between samples the rate moved to %v", got)
+	runnable(2)
+	if got := p.effective(t0.Add(2*time.Second + shareEvery/2)); got != 50 {
+		t.Fatalf("between readings the rate moved to %v", got)
+	}
+	if got := p.effective(t0.Add(3 * time.Second)); got != 500 {
+		t.Fatalf("rate %v once the CPUs are free again, want 500", got)
 	}
 	none := newPacer(500, 256)
-	none.cpu = newCPUPressure(filepath.Join(t.TempDir(), "missing"))
+	none.cpu = newCPUShare(filepath.Join(t.TempDir(), "missing"))
 	if got := none.effective(time.Now().Add(time.Minute)); got != 500 {
-		t.Fatalf("without PSI the rate is %v, want 500", got)
+		t.Fatalf("without the file the rate is %v, want 500", got)
 	}
 }

@@ -36,8 +36,9 @@ type Options struct {
 	// 1,024 notifications behind, and no protocol signal tells an agent how
 	// fast the client's handler is. 0 means 500 per second (twice what a
 	// client whose handler takes 1 ms per update needs on an idle core);
-	// the rate then follows the machine's CPU pressure (a busy machine
-	// slows the client's handler too) and halves when the pipe stalls. A
+	// the rate then follows the share of a CPU a busy task gets on this
+	// machine (a busy machine slows the client's handler too) and halves
+	// when the pipe stalls. A
 	// negative value disables pacing (the pipe's backpressure alone
 	// remains). While the client is held to the pace, queued updates that a
 	// later one continues or supersedes merge, so a turn needs fewer frames.
