@@ -402,7 +402,7 @@ func (a *agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 	if err != nil {
 		return sdk.ListSessionsResponse{}, rpcError(codeInternalError, "listing sessions: %v", err)
 	}
-	infos = slices.DeleteFunc(infos, func(i store.Info) bool { return i.Header.ParentSession != "" })
+	infos = slices.DeleteFunc(infos, func(i store.Info) bool { return i.Header.Delegated() })
 	resp := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
 	if offset >= len(infos) {
 		return resp, nil

@@ -53,6 +53,10 @@ type Config struct {
 	// parent in this process: a dsh started by another dsh's subagent
 	// gateway runs at its parent's depth + 1 (DSH_DELEGATION_DEPTH).
 	BaseDepth int
+	// DelegatedBy is the session, in the dsh process whose gateway started
+	// this one, that delegated to it (DSH_PARENT_SESSION): recorded as the
+	// parentSession of sessions created without a parent here.
+	DelegatedBy string
 	// Persona overrides the first paragraph of the system prompt. It may use
 	// {{model}} and {{cwd}}.
 	Persona string
@@ -354,7 +358,11 @@ func (r *Runtime) create(opts SessionOptions) (*Session, error) {
 	if origin == "" {
 		origin = r.cfg.Origin
 	}
-	h := store.Header{ID: opts.ID, Cwd: cwd, ParentSession: opts.ParentSession, Origin: origin,
+	parent := opts.ParentSession
+	if parent == "" {
+		parent = r.cfg.DelegatedBy
+	}
+	h := store.Header{ID: opts.ID, Cwd: cwd, ParentSession: parent, Origin: origin,
 		DelegationDepth: opts.Depth, Config: &cfg}
 	lg, err := r.cfg.Store.Create(h)
 	if err != nil {

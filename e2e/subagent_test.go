@@ -738,9 +738,9 @@ func (sw *saWorld) checkDelegations(t *testing.T, plan saPlan, o saOutcome, want
 		if child.Header.DelegationDepth != 1 {
 			t.Errorf("%s: child session depth %d, want 1", a, child.Header.DelegationDepth)
 		}
-		wantOrigin, wantParent := a[len("dsh-"):], ""
+		wantOrigin, wantParent := a[len("dsh-"):], o.SessionID
 		if a == saInproc {
-			wantOrigin, wantParent = "subagent", o.SessionID
+			wantOrigin = "subagent"
 		}
 		if child.Header.Origin != wantOrigin || child.Header.ParentSession != wantParent || child.Header.Cwd != sw.Cwd {
 			t.Errorf("%s: child header %+v, want origin %s, parent %q, cwd %s", a, child.Header, wantOrigin, wantParent, sw.Cwd)

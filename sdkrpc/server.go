@@ -228,7 +228,9 @@ func (s *Server) appendNotice(buf []byte, n core.Notice, seqs map[string]int64) 
 	case core.NoticeStatus:
 		add(protocol.NotifySessionStatus, protocol.SessionStatusParams{SessionID: n.SessionID, Status: n.Status})
 	case core.NoticeCreated:
-		if n.Header.ParentSession != "" && !n.Resumed {
+		// In-process children only: a dsh started by another's gateway
+		// records that process's session as its sessions' parent.
+		if n.Header.ParentSession != "" && !n.Resumed && s.rt.Get(n.Header.ParentSession) != nil {
 			add(protocol.NotifySubagentStarted, protocol.SubagentStartedParams{
 				ParentSessionID: n.Header.ParentSession, ChildSessionID: n.SessionID})
 		}

@@ -15,6 +15,15 @@ import (
 // child: a dsh child uses it as the depth of the sessions it creates.
 const EnvDelegationDepth = "DSH_DELEGATION_DEPTH"
 
+// EnvParentSession names the delegating session to an out-of-process
+// child: a dsh child records it as the parentSession of its sessions, so
+// listings and `dsh run -c` leave them to the parent.
+const EnvParentSession = "DSH_PARENT_SESSION"
+
+// EnvMaxTokens carries the parent's output cap to a dsh child whose
+// protocol has no field for it (ACP).
+const EnvMaxTokens = "DSH_MAX_TOKENS"
+
 // dshPassThrough are the variables a dsh child needs to reach the parent's
 // model and store; they come from the parent's environment unless
 // SetDshEnv overrides them.
@@ -36,7 +45,7 @@ func keyEnv(provider string) string {
 
 // childEnv builds the environment of an out-of-process child (package doc,
 // "The child's environment").
-func (r *Registry) childEnv(p *provider, cfg event.Config, mode permission.Mode, depth int) []string {
+func (r *Registry) childEnv(p *provider, cfg event.Config, mode permission.Mode, depth int, parent string) []string {
 	vars := map[string]string{}
 	for _, kv := range tool.ScrubEnv(os.Environ()) {
 		k, v, ok := strings.Cut(kv, "=")
@@ -77,8 +86,12 @@ func (r *Registry) childEnv(p *provider, cfg event.Config, mode permission.Mode,
 		setOrDrop(vars, "DSH_MODEL", cfg.Model)
 		setOrDrop(vars, "DSH_REASONING_EFFORT", cfg.ReasoningEffort)
 		setOrDrop(vars, "DSH_PERMISSION_MODE", string(mode))
+		if cfg.MaxTokens > 0 {
+			vars[EnvMaxTokens] = strconv.Itoa(cfg.MaxTokens)
+		}
 	}
 	vars[EnvDelegationDepth] = strconv.Itoa(depth)
+	setOrDrop(vars, EnvParentSession, parent)
 	for k, v := range p.env {
 		vars[k] = v
 	}

@@ -124,7 +124,7 @@ func TestChildEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.SetDshEnv(map[string]string{"DSH_SCRIPT": "/s.json", "DEEPSEEK_BASE_URL": "http://127.0.0.1:2", "DSH_HOME": ""})
-	cfg := event.Config{Provider: "deepseek-official", Model: "deepseek-flash", ReasoningEffort: "high"}
+	cfg := event.Config{Provider: "deepseek-official", Model: "deepseek-flash", ReasoningEffort: "high", MaxTokens: 4096}
 	asMap := func(env []string) map[string]string {
 		m := map[string]string{}
 		for _, kv := range env {
@@ -134,11 +134,12 @@ func TestChildEnv(t *testing.T) {
 		return m
 	}
 
-	own := asMap(r.childEnv(r.providers[ProviderDshSDK], cfg, permission.ModeAsk, 2))
+	own := asMap(r.childEnv(r.providers[ProviderDshSDK], cfg, permission.ModeAsk, 2, "session-parent"))
 	want := map[string]string{
 		"DEEPSEEK_API_KEY": "sk-secret", "DSH_PROVIDER": "deepseek-official", "DSH_MODEL": "deepseek-flash",
 		"DSH_REASONING_EFFORT": "high", "DSH_PERMISSION_MODE": "ask", "DSH_SESSION_ROOT": "/store",
 		"DSH_SCRIPT": "/s.json", "DEEPSEEK_BASE_URL": "http://127.0.0.1:2", EnvDelegationDepth: "2", "PLAIN": "kept",
+		EnvParentSession: "session-parent", EnvMaxTokens: "4096",
 	}
 	for k, v := range want {
 		if own[k] != v {
@@ -151,8 +152,8 @@ func TestChildEnv(t *testing.T) {
 		}
 	}
 
-	ext := asMap(r.childEnv(r.providers["ext"], cfg, permission.ModeAsk, 1))
-	for _, k := range []string{"DEEPSEEK_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "DSH_SECRET_SETTING", "DSH_SESSION_ROOT", "DSH_PROVIDER"} {
+	ext := asMap(r.childEnv(r.providers["ext"], cfg, permission.ModeAsk, 1, "session-parent"))
+	for _, k := range []string{"DEEPSEEK_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "DSH_SECRET_SETTING", "DSH_SESSION_ROOT", "DSH_PROVIDER", EnvMaxTokens} {
 		if _, ok := ext[k]; ok {
 			t.Errorf("third-party child: %s passed", k)
 		}

@@ -308,7 +308,7 @@ func (c *call) remote(ctx context.Context) outcome {
 		argv = append(append([]string(nil), r.self...), c.p.protocol)
 	}
 	cfg := c.parent.Config()
-	spec := spawnSpec{name: c.p.name, argv: argv, env: r.childEnv(c.p, cfg, c.parent.Mode(), c.depth),
+	spec := spawnSpec{name: c.p.name, argv: argv, env: r.childEnv(c.p, cfg, c.parent.Mode(), c.depth, c.parent.ID()),
 		cwd: c.cwd, cfg: cfg, parent: c.parent}
 	key := poolKey{parent: c.parent.ID(), provider: c.p.name}
 	sig := signature(spec)

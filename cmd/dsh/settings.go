@@ -49,6 +49,10 @@ type Settings struct {
 	// started by another dsh's subagent gateway gets its parent's depth+1
 	// in DSH_DELEGATION_DEPTH.
 	Depth int
+	// DelegatedBy is the delegating session of the dsh whose gateway
+	// started this one (DSH_PARENT_SESSION), recorded as the parent of
+	// the sessions created here.
+	DelegatedBy string
 	// Subagents is the raw "subagents" object of the config file.
 	Subagents json.RawMessage
 	// WebFetchAllowPrivate lets web_fetch reach non-public addresses.
@@ -265,7 +269,7 @@ func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
 	if e := s.ReasoningEffort; e != "" && !slices.Contains(model.Efforts(s.Provider), e) {
 		return s, fmt.Errorf("reasoning effort %q from %s is not one %s takes (want %s)", e, s.Sources["reasoningEffort"], s.Provider, strings.Join(model.Efforts(s.Provider), ", "))
 	}
-	if s.MaxTokens, err = r.pickInt("maxTokens", fromFlag("max-tokens", itoa(f.maxTokens)), fromFile(optInt(fc.MaxTokens))); err != nil {
+	if s.MaxTokens, err = r.pickInt("maxTokens", fromFlag("max-tokens", itoa(f.maxTokens)), fromEnv("DSH_MAX_TOKENS"), fromFile(optInt(fc.MaxTokens))); err != nil {
 		return s, err
 	}
 	if _, set := s.Sources["maxTokens"]; set && s.MaxTokens < 1 {
@@ -362,6 +366,7 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 		}
 		s.Depth = n
 	}
+	s.DelegatedBy = strings.TrimSpace(os.Getenv("DSH_PARENT_SESSION"))
 	allow := ""
 	if fc.WebFetchAllowPrivate != nil {
 		allow = strconv.FormatBool(*fc.WebFetchAllowPrivate)

@@ -111,8 +111,8 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
 		Exec:      tool.LocalExecWith(tool.LocalExecOptions{Reaper: self, Sandbox: sb}),
-		BaseDepth: s.Depth,
-		Store:     store.New(s.SessionRoot),
+		BaseDepth: s.Depth, DelegatedBy: s.DelegatedBy,
+		Store: store.New(s.SessionRoot),
 		NewProvider: func(name string) (model.Provider, error) {
 			return model.New(name, providerOptions(s, name))
 		},

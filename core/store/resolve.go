@@ -66,7 +66,7 @@ func (s *Store) Latest(cwd string) (Info, error) {
 		return Info{}, err
 	}
 	for _, in := range infos {
-		if in.Header.ParentSession == "" && in.Header.Origin != "subagent" {
+		if !in.Header.Delegated() {
 			return in, nil
 		}
 	}

@@ -30,6 +30,15 @@ type Header struct {
 	Config *event.Config `json:"config,omitempty"`
 }
 
+// Delegated reports a session that works for another agent — an
+// in-process subagent's child (parentSession, origin "subagent") or a
+// session of a dsh that another dsh's gateway started (delegationDepth > 0;
+// older such logs lack the parent) — which listings leave to its parent
+// and which no person continues or adopts.
+func (h Header) Delegated() bool {
+	return h.ParentSession != "" || h.Origin == "subagent" || h.DelegationDepth > 0
+}
+
 // Info summarises a stored session for listings.
 type Info struct {
 	Header Header

@@ -404,3 +404,34 @@ func TestAppendVisibleOnReturn(t *testing.T) {
 		}
 	}
 }
+
+// Latest leaves a delegated session to its parent: an in-process child, and
+// a session of a dsh another dsh's gateway started (depth > 0), also one of
+// an older log that recorded no parent.
+func TestLatestSkipsDelegatedSessions(t *testing.T) {
+	s := New(t.TempDir())
+	mk := func(h Header, ms int64) {
+		t.Helper()
+		h.Cwd = "/p/a"
+		l, err := s.Create(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := event.New(event.TypeSessionTitle, event.SessionTitle{Title: h.ID})
+		ev.Time = ms
+		if err := l.Append(seqd(0, ev)[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(Header{ID: "mine"}, 1000)
+	mk(Header{ID: "inproc-child", ParentSession: "mine", Origin: "subagent", DelegationDepth: 1}, 2000)
+	mk(Header{ID: "remote-child", ParentSession: "mine", Origin: "sdk", DelegationDepth: 1}, 3000)
+	mk(Header{ID: "old-remote-child", Origin: "acp", DelegationDepth: 1}, 4000)
+	in, err := s.Latest("/p/a")
+	if err != nil || in.Header.ID != "mine" {
+		t.Fatalf("Latest = %q, %v; want the session a person started", in.Header.ID, err)
+	}
+}

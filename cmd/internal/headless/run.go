@@ -299,7 +299,7 @@ func checkAdoptable(st *store.Store, id, cwd string) error {
 		return fmt.Errorf("session %q recorded no working directory; it cannot be adopted", id)
 	case h.Cwd != cwd:
 		return fmt.Errorf("session %q belongs to %s, not %s; run from that directory", id, h.Cwd, cwd)
-	case h.ParentSession != "" || h.Origin == "subagent":
+	case h.Delegated():
 		return fmt.Errorf("session %q is a subagent's or forked session; it cannot be adopted", id)
 	}
 	// A live writer is refused by Resume itself (the lease), with the
