@@ -191,54 +191,47 @@ func replaceSnapshot(q, n *sdk.SessionUpdate) {
 // field n carries replaces u's (ACP's own rule for tool_call_update).
 func mergeToolUpdate(u *sdk.SessionUpdate, n *sdk.SessionToolCallUpdate) {
 	if tc := u.ToolCall; tc != nil {
-		mergeIntoStart(tc, n)
+		takeValue(&tc.Status, n.Status)
+		takeValue(&tc.Title, n.Title)
+		takeValue(&tc.Kind, n.Kind)
+		takeSet(&tc.Content, n.Content)
+		takeSet(&tc.Locations, n.Locations)
+		takeAny(&tc.RawInput, n.RawInput)
+		takeAny(&tc.RawOutput, n.RawOutput)
 		return
 	}
 	q := u.ToolCallUpdate
-	if n.Status != nil {
-		q.Status = n.Status
-	}
-	if n.Title != nil {
-		q.Title = n.Title
-	}
-	if n.Kind != nil {
-		q.Kind = n.Kind
-	}
-	if n.Content != nil {
-		q.Content = n.Content
-	}
-	if n.Locations != nil {
-		q.Locations = n.Locations
-	}
-	if n.RawInput != nil {
-		q.RawInput = n.RawInput
-	}
-	if n.RawOutput != nil {
-		q.RawOutput = n.RawOutput
+	takePtr(&q.Status, n.Status)
+	takePtr(&q.Title, n.Title)
+	takePtr(&q.Kind, n.Kind)
+	takeSet(&q.Content, n.Content)
+	takeSet(&q.Locations, n.Locations)
+	takeAny(&q.RawInput, n.RawInput)
+	takeAny(&q.RawOutput, n.RawOutput)
+}
+
+// The field rules of a merge: a field the newer update carries (non-nil)
+// replaces the queued one's.
+func takeValue[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
 	}
 }
 
-// mergeIntoStart folds an update into a queued tool_call start.
-func mergeIntoStart(tc *sdk.SessionUpdateToolCall, n *sdk.SessionToolCallUpdate) {
-	if n.Status != nil {
-		tc.Status = *n.Status
+func takePtr[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
 	}
-	if n.Title != nil {
-		tc.Title = *n.Title
+}
+
+func takeSet[T any](dst *[]T, src []T) {
+	if src != nil {
+		*dst = src
 	}
-	if n.Kind != nil {
-		tc.Kind = *n.Kind
-	}
-	if n.Content != nil {
-		tc.Content = n.Content
-	}
-	if n.Locations != nil {
-		tc.Locations = n.Locations
-	}
-	if n.RawInput != nil {
-		tc.RawInput = n.RawInput
-	}
-	if n.RawOutput != nil {
-		tc.RawOutput = n.RawOutput
+}
+
+func takeAny(dst *any, src any) {
+	if src != nil {
+		*dst = src
 	}
 }

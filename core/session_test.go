@@ -144,22 +144,30 @@ func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 	}
 }
 
-// TestPromptQueueIsBoundedInBytes: the waiting prompts' text is bounded
-// too; a prompt that would pass it is refused (nothing committed), while
-// one bigger than the bound alone still queues into an empty inbox.
-func TestPromptQueueIsBoundedInBytes(t *testing.T) {
+// busySession is a session whose first prompt's turn holds its model call
+// until release is closed; the inbox is empty when it returns.
+func busySession(t *testing.T) (s *Session, first *Ticket, release chan struct{}) {
+	t.Helper()
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := newHarness(t, func(ctx context.Context, r *model.Request) (*model.Response, error) {
 		close(entered)
 		<-release
 		return text("first")(ctx, r)
 	}, text("the rest"))
-	s := h.session()
+	s = h.session()
 	first, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("first")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-entered
+	return s, first, release
+}
+
+// TestPromptQueueIsBoundedInBytes: the waiting prompts' text is bounded
+// too; a prompt that would pass it is refused (nothing committed), while
+// one bigger than the bound alone still queues into an empty inbox.
+func TestPromptQueueIsBoundedInBytes(t *testing.T) {
+	s, first, release := busySession(t)
 	big := strings.Repeat("x", MaxQueuedPromptBytes/2+1)
 	alone, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(big + big)})
 	if err != nil {
@@ -186,18 +194,7 @@ func TestPromptQueueIsBoundedInBytes(t *testing.T) {
 // committed for it), and every queued prompt is answered once the turn
 // ends.
 func TestPromptQueueIsBounded(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	h := newHarness(t, func(ctx context.Context, r *model.Request) (*model.Response, error) {
-		close(entered)
-		<-release
-		return text("first")(ctx, r)
-	}, text("the rest"))
-	s := h.session()
-	first, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text("first")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-entered // the first prompt's turn has claimed it: the inbox is empty
+	s, first, release := busySession(t) // the first prompt's turn has claimed it: the inbox is empty
 	var queued []*Ticket
 	for i := range MaxQueuedPrompts {
 		tk, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(fmt.Sprint("queued ", i))})

@@ -110,12 +110,20 @@ func TestSIGKILLedDshTakesTheCommandTree(t *testing.T) {
 		modeltest.ToolCallsReply("detach", bashCall(t, "call_hang", detachedTree(h.path, "sleep 1005"))),
 		modeltest.TextReply("done"),
 	)
-	cmd, stdin, _, errb := w.start("run", "hang")
+	killDshOnceHeld(t, w, h, "the command's tree", "run", "hang")
+}
+
+// killDshOnceHeld starts dsh with args, SIGKILLs it once h is held (what
+// dsh started is up), and fails unless every holder of h is gone soon
+// after: what of it outlived dsh.
+func killDshOnceHeld(t *testing.T, w *world, h *holder, what string, args ...string) {
+	t.Helper()
+	cmd, stdin, _, errb := w.start(args...)
 	stdin.Close()
 	select {
 	case <-h.ready:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("the command never started; stderr:\n%s", errb.String())
+		t.Fatalf("%s never started; stderr:\n%s", what, errb.String())
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -125,7 +133,7 @@ func TestSIGKILLedDshTakesTheCommandTree(t *testing.T) {
 	case <-h.gone:
 	case <-time.After(5 * time.Second):
 		killHolders(h.path)
-		t.Fatal("the command's tree outlived a SIGKILLed dsh")
+		t.Fatalf("%s outlived a SIGKILLed dsh", what)
 	}
 }
 
@@ -183,20 +191,5 @@ func TestSIGKILLedDshTakesTheMCPServerTree(t *testing.T) {
 	cfg := filepath.Join(w.Home, "config.json")
 	writeFile(t, cfg, mustJSON(t, map[string]any{"mcpServers": mcpDetaching(t, h.path)}))
 	srv.Enqueue(modeltest.NewStream().Role().Stall().Reply())
-	cmd, stdin, _, errb := w.start("run", "--config", cfg, "hang")
-	stdin.Close()
-	select {
-	case <-h.ready:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the MCP server never started; stderr:\n%s", errb.String())
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	select {
-	case <-h.gone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("an MCP server's detached descendant outlived a SIGKILLed dsh")
-	}
+	killDshOnceHeld(t, w, h, "an MCP server's detached descendant", "run", "--config", cfg, "hang")
 }
