@@ -151,6 +151,57 @@ func Handler(o Options) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 
+// Restartable serves the test server over streamable HTTP, as Handler,
+// and Restart makes it forget its sessions as a restarted server does: a
+// request of an old session is answered 404.
+type Restartable struct {
+	o   Options
+	mu  sync.Mutex
+	srv *mcp.Server
+	h   http.Handler
+	old []*mcp.Server
+}
+
+// NewRestartable starts serving a fresh test server.
+func NewRestartable(o Options) *Restartable {
+	r := &Restartable{o: o}
+	r.Restart()
+	return r
+}
+
+// Restart swaps in a fresh server; the old one keeps its sessions (its
+// open streams) until Close, but is no longer reached.
+func (r *Restartable) Restart() {
+	srv := NewServer(r.o)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv != nil {
+		r.old = append(r.old, r.srv)
+	}
+	r.srv, r.h = srv, h
+}
+
+func (r *Restartable) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	h := r.h
+	r.mu.Unlock()
+	h.ServeHTTP(w, req)
+}
+
+// Close ends the sessions the servers before the last restart still hold.
+func (r *Restartable) Close() {
+	r.mu.Lock()
+	old := r.old
+	r.old = nil
+	r.mu.Unlock()
+	for _, srv := range old {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
+}
+
 // Main runs the test server on stdio, shaped by the environment:
 //
 //	MCPTEST_EXIT=n          write to stderr and exit n at once
@@ -158,7 +209,18 @@ func Handler(o Options) http.Handler {
 //	MCPTEST_BANNER=1        print a non-JSON line to stdout first
 //	MCPTEST_CANCEL_MARK=f   create file f when a "block" call is cancelled
 //	MCPTEST_CALL_LOG=f      append each called tool's name to file f
+//	MCPTEST_START_LOG=f     append a line to file f at each start
+//	MCPTEST_EXIT_IF=f       exit 5 at once (as MCPTEST_EXIT) when file f exists
 func Main() {
+	if log := os.Getenv("MCPTEST_START_LOG"); log != "" {
+		appendLine(log, "start")
+	}
+	if f := os.Getenv("MCPTEST_EXIT_IF"); f != "" {
+		if _, err := os.Stat(f); err == nil {
+			fmt.Fprintln(os.Stderr, "mcptest: refusing to start (MCPTEST_EXIT_IF)")
+			os.Exit(5)
+		}
+	}
 	if v := os.Getenv("MCPTEST_EXIT"); v != "" {
 		fmt.Fprintln(os.Stderr, "mcptest: refusing to start (MCPTEST_EXIT)")
 		code := 1
@@ -181,11 +243,7 @@ func Main() {
 		o.OnCall = func(name string) {
 			mu.Lock()
 			defer mu.Unlock()
-			f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err == nil {
-				fmt.Fprintln(f, name)
-				f.Close()
-			}
+			appendLine(log, name)
 		}
 	}
 	t := &mcp.IOTransport{Reader: os.Stdin, Writer: &corrupter{w: os.Stdout}}
@@ -194,6 +252,15 @@ func Main() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// appendLine appends a line to the file (which may be a FIFO a test reads).
+func appendLine(path, line string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
+	}
 }
 
 // corrupter cuts in half every line that carries Corrupt.
