@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -150,4 +151,55 @@ type askFunc func(context.Context, permission.Request) (permission.Answer, error
 
 func (f askFunc) Ask(ctx context.Context, r permission.Request) (permission.Answer, error) {
 	return f(ctx, r)
+}
+
+// A server that lost the session is reconnected mid-turn: the call goes
+// through, the log has the death and the restart, and the tool list (so
+// the request prefix) is the same bytes before and after.
+func TestMCPReconnectKeepsTheRequestPrefix(t *testing.T) {
+	rs := mcptest.NewRestartable(mcptest.Options{})
+	srv := httptest.NewServer(rs)
+	t.Cleanup(srv.Close)
+	t.Cleanup(rs.Close)
+	h := newHarness(t,
+		calls(model.ToolCall{ID: "c1", Name: "mcp__web__echo", Arguments: `{"text":"one"}`}),
+		text("done"),
+		calls(model.ToolCall{ID: "c2", Name: "mcp__web__echo", Arguments: `{"text":"two"}`}),
+		text("done again"),
+		text("and again"))
+	sub := h.rt.Subscribe()
+	defer sub.Close()
+	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd,
+		MCPServers: []mcp.ServerConfig{{Name: "web", Transport: mcp.TransportHTTP, URL: srv.URL, Source: "acp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMCP(t, sub, "web", 9)
+	run(t, s, "go")
+	rs.Restart()
+	run(t, s, "again")
+	run(t, s, "once more")
+	var results, states []string
+	headers := 0
+	for _, ev := range s.Events() {
+		switch ev.Type {
+		case event.TypeToolResult:
+			tr, _ := event.Decode[event.ToolResult](ev)
+			results = append(results, event.JoinText(tr.Message.Content[0].Content))
+		case event.TypeRequestHeader:
+			headers++
+		case event.TypeMCPServer:
+			d, _ := event.Decode[event.MCPServer](ev)
+			states = append(states, fmt.Sprintf("%s/%d", d.State, d.Restarts))
+		}
+	}
+	if strings.Join(results, "|") != "echo: one|echo: two" {
+		t.Errorf("results %q", results)
+	}
+	if strings.Join(states, " ") != "ready/0 restarting/0 ready/1" {
+		t.Errorf("mcp/server events %v", states)
+	}
+	if headers != 1 {
+		t.Errorf("the reconnect changed the request prefix: %d request/header events", headers)
+	}
 }

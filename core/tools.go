@@ -116,7 +116,9 @@ func (s *Session) MCPStatus() []mcp.Status { return s.mcp.Status() }
 
 // startMCP starts the session's MCP servers (the runtime's configured ones
 // and the door's), or shares its parent's when the session is an
-// in-process subagent child. It waits for them a short while only.
+// in-process subagent child. It waits for them a short while only. A
+// session that owns its servers always has a set, even an empty one, so
+// that AddMCPServers can add to it while the session is live.
 func (s *Session) startMCP(opts SessionOptions) {
 	if opts.ParentSession != "" {
 		if p := s.rt.Get(opts.ParentSession); p != nil && p.mcp != nil {
@@ -125,12 +127,8 @@ func (s *Session) startMCP(opts SessionOptions) {
 			return
 		}
 	}
-	cfgs := mcp.Merge(s.rt.cfg.MCPServers, opts.MCPServers)
-	if len(cfgs) == 0 {
-		return
-	}
 	base := s.rt.baseTools()
-	s.mcp = mcp.Start(cfgs, mcp.Options{
+	s.mcp = mcp.Start(mcp.Merge(s.rt.cfg.MCPServers, opts.MCPServers), mcp.Options{
 		Cwd:          s.header.Cwd,
 		Version:      s.rt.cfg.Version,
 		StartTimeout: s.rt.cfg.MCPStartTimeout,
@@ -139,6 +137,15 @@ func (s *Session) startMCP(opts SessionOptions) {
 		OnStatus:     s.recordMCPStatus,
 	})
 	s.ownMCP = true
+	s.waitMCP()
+	s.refreshTools()
+}
+
+// waitMCP waits for the servers still starting, at most the start wait.
+func (s *Session) waitMCP() {
+	if !s.mcp.Starting() {
+		return
+	}
 	wait := s.rt.cfg.MCPStartWait
 	if wait == 0 {
 		wait = defaultMCPStartWait
@@ -146,7 +153,22 @@ func (s *Session) startMCP(opts SessionOptions) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	s.mcp.WaitStarted(ctx)
 	cancel()
-	s.refreshTools()
+}
+
+// AddMCPServers connects the servers of cfgs the live session does not
+// have yet (an ACP client reopening it sends its list again); one of a
+// name the session has is kept as it is. It waits for them as opening a
+// session does; their tools join at the next turn. It returns the names
+// it started. A subagent child shares its parent's servers and adds none.
+func (s *Session) AddMCPServers(cfgs []mcp.ServerConfig) []string {
+	if !s.ownMCP || len(cfgs) == 0 {
+		return nil
+	}
+	added := s.mcp.Add(cfgs)
+	if len(added) > 0 {
+		s.waitMCP()
+	}
+	return added
 }
 
 // recordMCPStatus records a server's change of state in the log, where
@@ -160,7 +182,7 @@ func (s *Session) recordMCPStatus(st mcp.Status) {
 	}
 	s.mcpMu.Unlock()
 	ev := event.New(event.TypeMCPServer, event.MCPServer{Server: st.Name, Transport: string(st.Transport),
-		Source: st.Source, State: string(st.State), Tools: st.Tools, Error: st.Error, Note: st.Note})
+		Source: st.Source, State: string(st.State), Tools: st.Tools, Error: st.Error, Note: st.Note, Restarts: st.Restarts})
 	if err := s.Record(ev); err != nil {
 		s.rt.log.Debug("mcp status not recorded", "session", s.id, "server", st.Name, "err", err)
 	}

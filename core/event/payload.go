@@ -557,15 +557,19 @@ type PermissionDecision struct {
 }
 
 // MCPServer is the payload of mcp/server: an MCP server of the session
-// became ready (with its tool count), changed its tools, or failed.
+// became ready (with its tool count), changed its tools, died and is being
+// restarted (restarting, with why), or failed (also: died and was not
+// restarted). Restarts counts the server's restarts so far: a ready event
+// with restarts > 0 is a successful restart.
 type MCPServer struct {
 	Server    string `json:"server"`
 	Transport string `json:"transport"`
 	Source    string `json:"source,omitempty"` // config | acp | sdk
-	State     string `json:"state"`            // ready | failed | stopped
+	State     string `json:"state"`            // ready | restarting | failed | stopped
 	Tools     int    `json:"tools"`
 	Error     string `json:"error,omitempty"`
 	Note      string `json:"note,omitempty"`
+	Restarts  int    `json:"restarts,omitempty"`
 }
 
 // ConfigChange is the payload of session/config: a change of model,

@@ -205,19 +205,14 @@ func TestListChangedUpdatesTheTools(t *testing.T) {
 func TestCrashMidCallIsAToolErrorAndTheServerIsReported(t *testing.T) {
 	h := start(t, Options{}, stdioServer("t"), stdioServer("u"))
 	r := h.call(context.Background(), "mcp__t__crash", `{}`, nil)
-	if !r.IsError || !strings.Contains(text(r), "the MCP server t") {
+	if !r.IsError || !strings.Contains(text(r), "the MCP server t stopped during the call to crash") {
 		t.Fatalf("crash: %+v", r)
 	}
-	st := h.waitState("t", StateFailed)
-	if !strings.Contains(st.Error, "crashing on purpose") {
-		t.Errorf("the failure should carry the server's stderr: %q", st.Error)
+	st := h.waitState("t", StateRestarting)
+	if !strings.Contains(st.Error, "crashing on purpose") || !strings.Contains(st.Error, "exit status 3") {
+		t.Errorf("the death's report should carry the exit status and the server's stderr: %q", st.Error)
 	}
-	ts, _ := h.set.Tools()
-	for _, x := range ts {
-		if strings.HasPrefix(x.Name(), "mcp__t__") {
-			t.Fatalf("a dead server's tools must leave the list: %s", x.Name())
-		}
-	}
+	h.waitState("t", StateReady)
 	if r := h.call(context.Background(), "mcp__u__echo", `{"text":"still"}`, nil); r.IsError {
 		t.Errorf("the other server must go on: %q", text(r))
 	}
@@ -355,7 +350,7 @@ func TestCloseStopsTheProcess(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("close took %s", d)
 	}
-	if _, err := (&Tool{server: set.servers[0]}).server.session(); err == nil {
+	if _, _, err := set.servers[0].session(context.Background()); err == nil {
 		t.Error("a stopped server must refuse calls")
 	}
 	_ = filepath.Join

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,8 +23,11 @@ type State string
 const (
 	StateStarting State = "starting"
 	StateReady    State = "ready"
-	StateFailed   State = "failed" // never started, timed out, or died
-	StateStopped  State = "stopped"
+	StateFailed   State = "failed" // never started, timed out, or died and was not restarted
+	// StateRestarting is a server that died and is being started again:
+	// its tools stay on offer and a call to one waits for the restart.
+	StateRestarting State = "restarting"
+	StateStopped    State = "stopped"
 )
 
 // maxToolsPerServer bounds what one server adds to every request.
@@ -41,6 +45,8 @@ type Status struct {
 	Error string
 	// Note says what was left out (tools over the cap, schemas too large).
 	Note string
+	// Restarts is how many restarts the server has had in this session.
+	Restarts int
 }
 
 // server is one connection to one MCP server.
@@ -61,6 +67,11 @@ type server struct {
 	settled  chan struct{} // closed once the start ended (ready or failed)
 	loops    sync.WaitGroup
 	listedAt time.Time
+	// Restarts (restart.go): when each recent one began, how many in all,
+	// and, while restarting, a channel closed when the restart ends.
+	restartedAt []time.Time
+	restarts    int
+	waiting     chan struct{}
 }
 
 // remoteTool is a server's tool as listed, already bounded.
@@ -82,23 +93,37 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return Status{Name: s.cfg.Name, Transport: s.cfg.Transport, Source: s.cfg.Source, Describe: s.cfg.Describe(),
-		State: s.state, Tools: len(s.tools), Error: s.err, Note: s.note}
+		State: s.state, Tools: len(s.tools), Error: s.err, Note: s.note, Restarts: s.restarts}
 }
 
 // start connects, initializes and lists the tools, within the set's start
-// timeout. It never returns an error: a failure is the server's state.
+// timeout. It never returns an error: a failure is the server's state. A
+// server that fails its first start is not retried (its command or URL is
+// wrong, or it refuses to run); one that dies later is (restart.go).
 func (s *server) start(ctx context.Context) {
 	defer close(s.settled)
 	if err := s.cfg.Validate(); err != nil {
 		s.fail(strings.TrimPrefix(err.Error(), ErrBadConfig.Error()+": "), false)
 		return
 	}
+	cs, tools, note, err := s.connect(ctx)
+	if err != nil {
+		s.fail(err.Error(), true)
+		return
+	}
+	s.up(cs, tools, note)
+}
+
+// connect starts the process (or opens the connection), initializes and
+// lists the tools, within the start timeout. The session and process are
+// the server's current ones as soon as they exist, so that stop releases
+// them whatever step the start is at.
+func (s *server) connect(ctx context.Context) (*sdk.ClientSession, []remoteTool, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.set.opts.StartTimeout)
 	defer cancel()
 	transport, err := s.transport()
 	if err != nil {
-		s.fail(err.Error(), false)
-		return
+		return nil, nil, "", err
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "dsh", Version: s.set.opts.Version}, &sdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.markDirty() },
@@ -114,33 +139,51 @@ func (s *server) start(ctx context.Context) {
 	}
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
-		s.fail(s.startError("connecting", ctx, err), true)
-		return
+		return nil, nil, "", errors.New(s.startError("connecting", ctx, err))
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		_ = cs.Close()
-		return
+		return nil, nil, "", errStopped
 	}
 	s.cs = cs
 	s.mu.Unlock()
 	tools, note, err := s.list(ctx, cs)
 	if err != nil {
-		s.fail(s.startError("listing its tools", ctx, err), true)
-		return
+		return nil, nil, "", errors.New(s.startError("listing its tools", ctx, err))
 	}
+	return cs, tools, note, nil
+}
+
+// up makes a connected server ready (after its start or a restart) and
+// starts watching it. A restarted server that lists the same tools offers
+// a byte-identical list, so the request prefix does not move; one that
+// lists others has them taken at the next turn, as after
+// tools/list_changed, with a warning in the log.
+func (s *server) up(cs *sdk.ClientSession, tools []remoteTool, note string) bool {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		return
+		return false
 	}
-	s.state, s.tools, s.note, s.listedAt = StateReady, tools, note, time.Now()
-	s.mu.Unlock()
+	if s.state == StateRestarting && !slices.EqualFunc(s.tools, tools, sameTool) {
+		s.set.warn(s.cfg.Name, "the restarted server lists other tools than before; they are offered from the next turn")
+	}
+	s.tools = tools
+	s.state, s.note, s.err, s.listedAt = StateReady, note, "", time.Now()
+	waiting, p := s.waiting, s.proc
+	s.waiting = nil
+	gone := make(chan struct{})
 	s.loops.Add(2)
-	go s.watch(cs)
-	go s.relistLoop(cs)
+	s.mu.Unlock()
+	if waiting != nil {
+		close(waiting)
+	}
+	go s.watch(cs, p, gone)
+	go s.relistLoop(cs, gone)
 	s.set.changed(s)
+	return true
 }
 
 // startError words a failed start: a timeout says which step did not
@@ -251,12 +294,15 @@ func (s *server) markDirty() {
 }
 
 // relistLoop re-lists the tools after each tools/list_changed. The new list
-// is taken by the session at its next turn boundary (Set.Tools).
-func (s *server) relistLoop(cs *sdk.ClientSession) {
+// is taken by the session at its next turn boundary (Set.Tools). It ends
+// with its connection (gone).
+func (s *server) relistLoop(cs *sdk.ClientSession, gone <-chan struct{}) {
 	defer s.loops.Done()
 	for {
 		select {
 		case <-s.done:
+			return
+		case <-gone:
 			return
 		case <-s.dirty:
 		}
@@ -264,6 +310,8 @@ func (s *server) relistLoop(cs *sdk.ClientSession) {
 		go func() {
 			select {
 			case <-s.done:
+				cancel()
+			case <-gone:
 				cancel()
 			case <-ctx.Done():
 			}
@@ -275,7 +323,7 @@ func (s *server) relistLoop(cs *sdk.ClientSession) {
 			continue
 		}
 		s.mu.Lock()
-		if s.state != StateReady {
+		if s.state != StateReady || s.cs != cs {
 			s.mu.Unlock()
 			return
 		}
@@ -286,12 +334,10 @@ func (s *server) relistLoop(cs *sdk.ClientSession) {
 }
 
 // watch notices a server that goes away: the process exits or the
-// connection breaks.
-func (s *server) watch(cs *sdk.ClientSession) {
+// connection breaks. Closing gone ends the connection's relistLoop.
+func (s *server) watch(cs *sdk.ClientSession, p *stdioProc, gone chan struct{}) {
 	defer s.loops.Done()
-	s.mu.Lock()
-	p := s.proc
-	s.mu.Unlock()
+	defer close(gone)
 	connDone := make(chan error, 1)
 	go func() { connDone <- cs.Wait() }()
 	var why string
@@ -309,7 +355,7 @@ func (s *server) watch(cs *sdk.ClientSession) {
 	case <-procExited(p):
 		why = p.exitText()
 	}
-	s.fail("stopped working: "+why, true)
+	s.died(cs, why)
 }
 
 func procExited(p *stdioProc) <-chan struct{} {
@@ -320,6 +366,7 @@ func procExited(p *stdioProc) <-chan struct{} {
 }
 
 // fail records the failure, reports it, and releases what the server held.
+// Calls waiting for a restart see the failure.
 func (s *server) fail(why string, stop bool) {
 	s.mu.Lock()
 	if s.closing || s.state == StateFailed {
@@ -327,7 +374,12 @@ func (s *server) fail(why string, stop bool) {
 		return
 	}
 	s.state, s.err, s.tools = StateFailed, why, nil
+	waiting := s.waiting
+	s.waiting = nil
 	s.mu.Unlock()
+	if waiting != nil {
+		close(waiting)
+	}
 	if stop {
 		s.release(context.Background())
 	}
@@ -339,6 +391,10 @@ func (s *server) release(ctx context.Context) error {
 	s.mu.Lock()
 	cs, p := s.cs, s.proc
 	s.mu.Unlock()
+	return releaseConn(ctx, cs, p)
+}
+
+func releaseConn(ctx context.Context, cs *sdk.ClientSession, p *stdioProc) error {
 	var errs []error
 	if p != nil {
 		// Stop the process first: closing the SDK session waits for the
@@ -367,7 +423,7 @@ func (s *server) stop(ctx context.Context) error {
 		return nil
 	}
 	s.closing = true
-	if s.state == StateReady || s.state == StateStarting {
+	if s.state != StateFailed {
 		s.state = StateStopped
 	}
 	s.mu.Unlock()
@@ -378,17 +434,43 @@ func (s *server) stop(ctx context.Context) error {
 	return err
 }
 
-// session returns the live SDK session, or why there is none.
-func (s *server) session() (*sdk.ClientSession, error) {
+// session returns the live SDK session and its process (nil over HTTP),
+// or why there is none. A server being restarted is waited for (within
+// ctx); one whose process is found dead is restarted first, since the call
+// has not reached it.
+func (s *server) session(ctx context.Context) (*sdk.ClientSession, *stdioProc, error) {
+	for {
+		s.mu.Lock()
+		state, cs, p, waiting := s.state, s.cs, s.proc, s.waiting
+		s.mu.Unlock()
+		switch state {
+		case StateReady:
+			if p == nil || p.p.Running() {
+				return cs, p, nil
+			}
+			s.died(cs, p.exitText())
+			continue
+		case StateRestarting:
+			select {
+			case <-waiting:
+			case <-s.done:
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("%w: server %q was still being restarted: %w", errNotRunning, s.cfg.Name, ctx.Err())
+			}
+			continue
+		}
+		return nil, nil, s.notRunning(state)
+	}
+}
+
+func (s *server) notRunning(state State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch s.state {
-	case StateReady:
-		return s.cs, nil
+	switch state {
 	case StateFailed:
-		return nil, fmt.Errorf("%w: server %q failed: %s", errNotRunning, s.cfg.Name, s.err)
+		return fmt.Errorf("%w: server %q failed: %s", errNotRunning, s.cfg.Name, s.err)
 	case StateStarting:
-		return nil, fmt.Errorf("%w: server %q is still starting", errNotRunning, s.cfg.Name)
+		return fmt.Errorf("%w: server %q is still starting", errNotRunning, s.cfg.Name)
 	}
-	return nil, fmt.Errorf("%w: server %q was stopped", errNotRunning, s.cfg.Name)
+	return fmt.Errorf("%w: server %q was stopped", errNotRunning, s.cfg.Name)
 }

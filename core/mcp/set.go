@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -34,21 +35,25 @@ type Options struct {
 	// Reserved reports names that MCP tools must not take (the built-ins).
 	Reserved func(name string) bool
 	// OnStatus is told every change of a server: ready (with its tool
-	// count), failed (with why), a new tool list. It must not block.
+	// count), restarting or failed (with why), a new tool list. It must
+	// not block.
 	OnStatus func(Status)
+	// Restart bounds the restarts of a server that dies (defaults:
+	// RestartPolicy).
+	Restart RestartPolicy
 }
 
 // Set is the MCP servers of one session (shared with its in-process
 // subagent children). Servers start in parallel when the set is made;
 // their tools join as each becomes ready.
 type Set struct {
-	opts    Options
-	servers []*server
-	ctx     context.Context
-	cancel  context.CancelFunc
-	starts  sync.WaitGroup
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+	starts sync.WaitGroup
 
 	mu       sync.Mutex
+	servers  []*server // sorted by name; Add adds to it
 	version  uint64
 	names    *namer
 	snap     []tool.Tool
@@ -71,6 +76,7 @@ func Start(cfgs []ServerConfig, opts Options) *Set {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	opts.Restart = opts.Restart.withDefaults()
 	s := &Set{opts: opts, names: newNamer(opts.Reserved)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	seen := map[string]ServerConfig{}
@@ -85,13 +91,63 @@ func Start(cfgs []ServerConfig, opts Options) *Set {
 	}
 	sort.SliceStable(s.servers, func(i, j int) bool { return s.servers[i].cfg.Name < s.servers[j].cfg.Name })
 	for _, sv := range s.servers {
-		s.starts.Add(1)
-		go func() {
-			defer s.starts.Done()
-			sv.start(s.ctx)
-		}()
+		s.startServer(sv)
 	}
 	return s
+}
+
+func (s *Set) startServer(sv *server) {
+	s.starts.Add(1)
+	go func() {
+		defer s.starts.Done()
+		sv.start(s.ctx)
+	}()
+}
+
+// Add starts the servers of cfgs whose names the set does not have yet (a
+// client that sends its servers again when it reopens a live session): a
+// server of a name already there is kept as it is, running or not. It
+// returns the names it started, sorted; none once the set is closed.
+func (s *Set) Add(cfgs []ServerConfig) []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, sv := range s.servers {
+		have[sv.cfg.Name] = true
+	}
+	// A new slice: list's callers range over the old one unlocked.
+	next := slices.Clone(s.servers)
+	var added []string
+	for _, c := range cfgs {
+		if have[c.Name] {
+			continue
+		}
+		have[c.Name] = true
+		sv := newServer(s, c)
+		next = append(next, sv)
+		added = append(added, c.Name)
+		s.startServer(sv)
+	}
+	sort.SliceStable(next, func(i, j int) bool { return next[i].cfg.Name < next[j].cfg.Name })
+	s.servers = next
+	sort.Strings(added)
+	if len(added) > 0 {
+		s.version++
+	}
+	return added
+}
+
+// list is the set's servers now, sorted by name.
+func (s *Set) list() []*server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servers
 }
 
 func sourceName(src string) string {
@@ -133,7 +189,7 @@ func (s *Set) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.servers)
+	return len(s.list())
 }
 
 // WaitStarted blocks until every server is ready or failed, or ctx ends.
@@ -142,7 +198,7 @@ func (s *Set) WaitStarted(ctx context.Context) bool {
 	if s == nil {
 		return true
 	}
-	for _, sv := range s.servers {
+	for _, sv := range s.list() {
 		select {
 		case <-sv.settled:
 		case <-ctx.Done():
@@ -157,7 +213,7 @@ func (s *Set) Starting() bool {
 	if s == nil {
 		return false
 	}
-	for _, sv := range s.servers {
+	for _, sv := range s.list() {
 		select {
 		case <-sv.settled:
 		default:
@@ -192,7 +248,7 @@ func (s *Set) Tools() ([]tool.Tool, uint64) {
 	var out []tool.Tool
 	for _, sv := range s.servers { // sorted by server name
 		sv.mu.Lock()
-		ready, tools := sv.state == StateReady, sv.tools
+		ready, tools := sv.state == StateReady || sv.state == StateRestarting, sv.tools
 		sv.mu.Unlock()
 		if !ready {
 			continue
@@ -214,7 +270,7 @@ func (s *Set) Configs() []ServerConfig {
 		return nil
 	}
 	var out []ServerConfig
-	for _, sv := range s.servers {
+	for _, sv := range s.list() {
 		if sv.cfg.Validate() == nil {
 			out = append(out, sv.cfg)
 		}
@@ -227,8 +283,9 @@ func (s *Set) Status() []Status {
 	if s == nil {
 		return nil
 	}
-	out := make([]Status, 0, len(s.servers))
-	for _, sv := range s.servers {
+	servers := s.list()
+	out := make([]Status, 0, len(servers))
+	for _, sv := range servers {
 		out = append(out, sv.status())
 	}
 	return out
@@ -250,6 +307,8 @@ func (s *Set) changed(sv *server) {
 		if st.Note != "" {
 			s.opts.Logger.Warn("mcp: server tools cut", "server", st.Name, "note", st.Note)
 		}
+	case StateRestarting:
+		s.opts.Logger.Warn("mcp: server died; restarting it", "server", st.Name, "restarts", st.Restarts, "error", st.Error)
 	case StateFailed:
 		s.opts.Logger.Warn("mcp: server failed", "server", st.Name, "error", st.Error)
 	}
@@ -274,11 +333,12 @@ func (s *Set) Close(ctx context.Context) error {
 		return s.closeErr
 	}
 	s.closed = true
+	servers := s.servers
 	s.mu.Unlock()
 	s.cancel()
-	errs := make([]error, len(s.servers))
+	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
-	for i, sv := range s.servers {
+	for i, sv := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -174,42 +176,45 @@ func (t *Tool) Inspect(args json.RawMessage, env *tool.Env) (tool.Access, error)
 }
 
 // Run calls the tool on its server. Cancelling ctx sends
-// notifications/cancelled and returns at once.
+// notifications/cancelled and returns at once. A call to a server being
+// restarted waits for it; a call that an HTTP server refused because it
+// no longer knew the session (it never ran) is sent again once, on the
+// reconnected session.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage, env *tool.Env) tool.Result {
-	cs, err := t.server.session()
-	if err != nil {
-		return tool.ErrorResult(fmt.Sprintf("%s cannot run: %v", t.name, err))
-	}
 	ctx, cancel := context.WithTimeout(ctx, t.server.set.opts.CallTimeout)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.remote.name, Arguments: args})
-	if err != nil {
-		return tool.ErrorResult(t.callError(ctx, err))
+	for try := 0; ; try++ {
+		cs, p, err := t.server.session(ctx)
+		if err != nil {
+			return tool.ErrorResult(fmt.Sprintf("%s cannot run: %v", t.name, err))
+		}
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: t.remote.name, Arguments: args})
+		if err != nil && try == 0 && errors.Is(err, sdk.ErrSessionMissing) && ctx.Err() == nil {
+			t.server.died(cs, "the server no longer knows the session: "+err.Error())
+			continue
+		}
+		if err != nil {
+			return tool.ErrorResult(t.callError(ctx, p, err))
+		}
+		return convertResult(res, env, t)
 	}
-	return convertResult(res, env, t)
 }
 
-// callError words a failed call for the model.
-func (t *Tool) callError(ctx context.Context, err error) string {
+// callError words a failed call for the model; p is the server's process
+// the call went to (nil over HTTP).
+func (t *Tool) callError(ctx context.Context, p *stdioProc, err error) string {
 	server := t.server.cfg.Name
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Sprintf("the MCP server %s did not answer %s within %s; the call was cancelled", server, t.remote.name, t.server.set.opts.CallTimeout)
 	case ctx.Err() != nil:
 		return fmt.Sprintf("the call to %s on the MCP server %s was cancelled", t.remote.name, server)
-	case errors.Is(err, sdk.ErrConnectionClosed):
-		t.server.mu.Lock()
-		p := t.server.proc
-		t.server.mu.Unlock()
+	case errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF):
 		why := "its connection closed"
-		if p != nil {
-			select {
-			case <-p.exited:
-				why = p.exitText()
-			default:
-			}
+		if p != nil && p.exitedWithin(time.Second) {
+			why = p.exitText()
 		}
-		return fmt.Sprintf("the MCP server %s stopped during the call to %s: %s", server, t.remote.name, why)
+		return fmt.Sprintf("the MCP server %s stopped during the call to %s (%s); the call's outcome is unknown, and the server is restarted if its restart limit allows", server, t.remote.name, why)
 	}
 	return fmt.Sprintf("the MCP server %s failed the call to %s: %v", server, t.remote.name, err)
 }
