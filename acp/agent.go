@@ -213,6 +213,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		if replay {
 			st.expectReplay()
 		}
+		addMCP(st.s, servers)
 		return st, nil
 	}
 	if s := a.rt.Get(string(id)); s != nil {
@@ -227,6 +228,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		o := a.sessionOptions(st)
 		s.Bind(o.Asker, o.Files, o.Exec, nil)
 		st.attach(a, s)
+		addMCP(s, servers)
 		return st, a.adopt(st)
 	}
 	h, err := a.rt.Store().ReadHeader(string(id))

@@ -7,6 +7,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/mcp"
 )
 
@@ -58,6 +59,12 @@ func withMCP(o core.SessionOptions, servers []sdk.McpServer) core.SessionOptions
 	return o
 }
 
+// addMCP connects the servers a client sent when it reopened a session
+// that is live in this process; those it has already are kept.
+func addMCP(s *core.Session, servers []sdk.McpServer) {
+	s.AddMCPServers(mcpServers(servers))
+}
+
 // mcpKind is the ACP kind of an MCP tool, from its annotations.
 func mcpKind(t *mcp.Tool) sdk.ToolKind {
 	h := t.Hints()
@@ -82,6 +89,20 @@ func mcpFailures(s *core.Session) string {
 	return strings.Join(lines, "\n")
 }
 
+// mcpNotice is the chat line for a server's mcp/server event, or "" for
+// one the user need not be told of: a failure, a death and its restart.
+func mcpNotice(m event.MCPServer) string {
+	switch {
+	case m.State == string(mcp.StateFailed):
+		return mcpFailureLine(m.Server, m.Error)
+	case m.State == string(mcp.StateRestarting):
+		return fmt.Sprintf("⚠ MCP server %q %s; restarting it.", m.Server, m.Error)
+	case m.State == string(mcp.StateReady) && m.Restarts > 0:
+		return fmt.Sprintf("MCP server %q was restarted (%d tools).", m.Server, m.Tools)
+	}
+	return ""
+}
+
 func mcpFailureLine(name, why string) string {
 	return fmt.Sprintf("⚠ MCP server %q is not available: %s. The session goes on without it.", name, why)
 }
@@ -98,6 +119,9 @@ func mcpCommand(s *core.Session) string {
 		fmt.Fprintf(&b, "- %s (%s, from %s): %s", x.Name, x.Describe, x.Source, x.State)
 		if x.State == mcp.StateReady {
 			fmt.Fprintf(&b, ", %d tools", x.Tools)
+		}
+		if x.Restarts > 0 {
+			fmt.Fprintf(&b, ", restarted %d times", x.Restarts)
 		}
 		if x.Error != "" {
 			b.WriteString(" — " + x.Error)

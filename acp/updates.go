@@ -250,8 +250,10 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}, nil
 
 	case event.TypeMCPServer:
-		if m, err := event.Decode[event.MCPServer](ev); err == nil && m.State == string(mcp.StateFailed) {
-			return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(mcpFailureLine(m.Server, m.Error) + "\n")}, nil
+		if m, err := event.Decode[event.MCPServer](ev); err == nil {
+			if line := mcpNotice(m); line != "" {
+				return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(line + "\n")}, nil
+			}
 		}
 		return nil, nil
 
