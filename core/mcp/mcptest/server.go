@@ -211,7 +211,11 @@ func (r *Restartable) Close() {
 //	MCPTEST_CALL_LOG=f      append each called tool's name to file f
 //	MCPTEST_START_LOG=f     append a line to file f at each start
 //	MCPTEST_EXIT_IF=f       exit 5 at once (as MCPTEST_EXIT) when file f exists
+//	MCPTEST_PID_FILE=f      write the process id to file f (to kill it)
 func Main() {
+	if f := os.Getenv("MCPTEST_PID_FILE"); f != "" {
+		_ = os.WriteFile(f, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600)
+	}
 	if log := os.Getenv("MCPTEST_START_LOG"); log != "" {
 		appendLine(log, "start")
 	}
