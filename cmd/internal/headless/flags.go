@@ -2,6 +2,7 @@ package headless
 
 import (
 	"flag"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,9 @@ type RunFlags struct {
 	SessionIDSet bool
 	// Continue resumes the most recent session of this cwd.
 	Continue bool
+	// Images are the --image paths in the order given; LoadImages reads
+	// and checks them.
+	Images []string
 	// Quiet keeps the default mode's stderr to reasoning and errors: no
 	// progress view.
 	Quiet bool
@@ -30,6 +34,7 @@ const (
 	FlagSessionID = "session-id"
 	FlagContinue  = "continue"
 	FlagQuiet     = "quiet"
+	FlagImage     = "image"
 )
 
 // sessionIDValue records whether --session-id was given at all, so an
@@ -48,6 +53,21 @@ func (v sessionIDValue) Set(s string) error {
 	return nil
 }
 
+// imagesValue collects repeated --image options.
+type imagesValue struct{ f *RunFlags }
+
+func (v imagesValue) String() string {
+	if v.f == nil {
+		return ""
+	}
+	return strings.Join(v.f.Images, ",")
+}
+
+func (v imagesValue) Set(s string) error {
+	v.f.Images = append(v.f.Images, s)
+	return nil
+}
+
 // ParseRunFlags registers the run flags on fs, parses args in the grammar of
 // package argv and returns the run flags and the positionals (the task words).
 // -h/--help, unless fs defines them, returns flag.ErrHelp; every other failure
@@ -63,6 +83,7 @@ func ParseRunFlags(fs *flag.FlagSet, args []string) (RunFlags, []string, error) 
 	fs.Var(sessionIDValue{&rf}, FlagSessionID, "adopt the stored session with this `id` (or a unique prefix of it)")
 	fs.BoolVar(&rf.Continue, FlagContinue, false, "resume the most recent session of this directory (also -c)")
 	fs.BoolVar(&rf.Continue, "c", false, "short for --continue")
+	fs.Var(imagesValue{&rf}, FlagImage, "attach the image at `path` (PNG, JPEG, GIF or WebP) after the task; repeatable")
 	fs.BoolVar(&rf.Quiet, FlagQuiet, false, "no progress view on stderr: only reasoning and errors (also -q)")
 	fs.BoolVar(&rf.Quiet, "q", false, "short for --quiet")
 
@@ -76,6 +97,9 @@ func ParseRunFlags(fs *flag.FlagSet, args []string) (RunFlags, []string, error) 
 	}
 	if rf.SessionIDSet && strings.TrimSpace(rf.SessionID) == "" {
 		return fail(usageErrorf("option '--%s <id>' must not be blank", FlagSessionID))
+	}
+	if slices.Contains(rf.Images, "") {
+		return fail(usageErrorf("option '--%s <path>' must not be blank", FlagImage))
 	}
 	if rf.SessionIDSet && rf.Continue {
 		return fail(usageErrorf("--%s and --%s name the session twice; give one", FlagSessionID, FlagContinue))

@@ -43,6 +43,7 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "jsonFalse", args: []string{"--json=false", "t"}, pos: []string{"t"}},
 		{name: "repeatedSessionIDLastWins", args: []string{"--session-id", "a", "--session-id", "b"}, want: RunFlags{SessionID: "b", SessionIDSet: true}, pos: []string{}},
 		{name: "sharedValues", args: []string{"--max-tokens=5", "--verbose", "--json"}, want: RunFlags{JSON: true}, pos: []string{}, maxTok: 5, verbose: true},
+		{name: "imagesRepeat", args: []string{"--image", "a.png", "look", "--image=b.jpg", "-image", "--json"}, want: RunFlags{Images: []string{"a.png", "b.jpg", "--json"}}, pos: []string{"look"}},
 		{name: "sharedBoolDoesNotEatJSON", args: []string{"--verbose", "--json"}, want: RunFlags{JSON: true}, pos: []string{}, verbose: true},
 
 		{name: "unknown", args: []string{"--json", "--bogus"}, want: RunFlags{JSON: true}, usage: "unknown option '--bogus'"},
@@ -51,6 +52,8 @@ func TestParseRunFlags(t *testing.T) {
 		{name: "tripleDash", args: []string{"---json"}, usage: "unknown option '---json'"},
 		{name: "negativeNumber", args: []string{"-5"}, usage: "unknown option '-5'"},
 		{name: "missingSessionID", args: []string{"--json", "--session-id"}, want: RunFlags{JSON: true}, usage: "option '--session-id' argument missing"},
+		{name: "missingImage", args: []string{"t", "--json", "--image"}, want: RunFlags{JSON: true}, usage: "option '--image' argument missing"},
+		{name: "blankImage", args: []string{"--image", "", "t"}, usage: "option '--image <path>' must not be blank"},
 		{name: "blankSessionID", args: []string{"--session-id", "  ", "--json"}, want: RunFlags{JSON: true}, usage: "option '--session-id <id>' must not be blank"},
 		{name: "emptySessionIDEquals", args: []string{"--session-id="}, usage: "option '--session-id <id>' must not be blank"},
 		{name: "badBool", args: []string{"--json=maybe"}, want: RunFlags{JSON: true}, usage: `invalid value "maybe" for option '--json': want true or false`},
@@ -85,7 +88,7 @@ func TestParseRunFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rf != tc.want || !reflect.DeepEqual(pos, tc.pos) {
+			if !reflect.DeepEqual(rf, tc.want) || !reflect.DeepEqual(pos, tc.pos) {
 				t.Errorf("got %+v %q, want %+v %q", rf, pos, tc.want, tc.pos)
 			}
 			if *model != tc.model || *maxTok != tc.maxTok || *verbose != tc.verbose {
