@@ -304,3 +304,16 @@ func TestPatchFlagOfTheOriginalLaunchers(t *testing.T) {
 		t.Errorf("--patch missing: exit %d, %s", code, stderr)
 	}
 }
+
+// TestRunImageFlagListed: --image is in `dsh run --help` and in the run
+// command's completions.
+func TestRunImageFlagListed(t *testing.T) {
+	code, stdout, _ := invoke(t, "run", "--help")
+	if code != 0 || !strings.Contains(stdout, "[--image PATH]...") || !strings.Contains(stdout, "-image path") {
+		t.Errorf("dsh run --help (exit %d) does not show --image:\n%s", code, stdout)
+	}
+	_, stdout, _ = invoke(t, "completion", "fish")
+	if !strings.Contains(stdout, "__fish_seen_subcommand_from run' -l image\n") {
+		t.Error("fish completion of dsh run lacks --image")
+	}
+}

@@ -29,8 +29,9 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [-c | --session-id ID] [TASK...|-]   (alias: dsh --profile headless)\n\n"+
+			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [-c | --session-id ID] [--image PATH]... [TASK...|-]   (alias: dsh --profile headless)\n\n"+
 				"Perform one task and exit. The task is the joined words, or stdin when there are none or the only word is -.\n"+
+				"Each --image (PNG, JPEG, GIF or WebP, at most 20 MiB) follows the task in its message; the model must take images.\n"+
 				"Plain runs show progress on stderr and the answer on stdout; --json writes run events to stdout.\n"+
 				"Exit status: 0 when the turn completed, 1 otherwise, 2 for usage errors, 130 after Ctrl-C.\n\nFlags:\n")
 			fs.SetOutput(stdout)
@@ -41,6 +42,12 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageFail(err.Error())
 	}
 	s, err := sf.resolve("auto")
+	if err != nil {
+		return usageFail(err.Error())
+	}
+	// Before the task is read and before any session opens: a bad image
+	// leaves stdin unread and nothing recorded.
+	images, err := headless.LoadImages(rf.Images)
 	if err != nil {
 		return usageFail(err.Error())
 	}
@@ -71,7 +78,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errTTY = headless.IsTerminal(f)
 	}
 	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet,
-		Continue: rf.Continue, Task: task, Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
+		Continue: rf.Continue, Task: task, Images: images, Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
 		Progress: headless.ProgressOptions{TTY: errTTY, Color: errTTY && os.Getenv("NO_COLOR") == "", Quiet: rf.Quiet}})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)

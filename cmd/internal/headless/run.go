@@ -25,6 +25,9 @@ type Options struct {
 	SessionID string
 	Adopt     bool
 	Task      string
+	// Images follow the task text in its user message (LoadImages has
+	// checked them); the session's model must take image input.
+	Images []Image
 	// Cwd is the workspace; "" means the process cwd.
 	Cwd    string
 	Stdout io.Writer
@@ -104,13 +107,16 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 
 	sess, err := openSession(ctx, rt, o, cwd, opts)
 	if err != nil {
-		return fail(err.Error())
+		// A usage error found only now (images for a model that cannot
+		// see them) exits 2, like the parser's.
+		code := fail(err.Error())
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			code = 2
+		}
+		return code
 	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = sess.Close(closeCtx)
-	}()
+	defer closeSession(sess)
 
 	if proj != nil {
 		if err := proj.Session(sess.ID(), cwd); err != nil {
@@ -121,7 +127,11 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	sub := rt.Subscribe()
 	defer sub.Close()
 	startSeq := sess.NextSeq()
-	t, err := sess.Prompt(ctx, []event.ContentBlock{event.Text(o.Task)})
+	content, err := promptContent(sess, o.Task, o.Images)
+	if err != nil {
+		return fail(err.Error())
+	}
+	t, err := sess.Prompt(ctx, content)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -235,9 +245,16 @@ func projectTurn(sub *core.Subscription, id string, startSeq int64, t *core.Tick
 }
 
 // openSession adopts the session the options name (an id, a unique prefix
-// of one, or the latest of cwd), or creates a new one.
+// of one, or the latest of cwd), or creates a new one. With images, the
+// model must take them: a new session's is checked before it is created,
+// an adopted one's (its recorded model) before anything is appended.
 func openSession(ctx context.Context, rt *core.Runtime, o Options, cwd string, opts core.SessionOptions) (*core.Session, error) {
 	if !o.Adopt && !o.Continue {
+		if len(o.Images) > 0 {
+			if err := checkTakesImages(rt, rt.Defaults(), ""); err != nil {
+				return nil, err
+			}
+		}
 		return rt.Create(ctx, opts)
 	}
 	id, err := adoptID(rt.Store(), o, cwd)
@@ -247,6 +264,12 @@ func openSession(ctx context.Context, rt *core.Runtime, o Options, cwd string, o
 	sess, err := rt.Resume(ctx, id, opts)
 	if errors.Is(err, store.ErrLeased) {
 		return nil, fmt.Errorf("session %q is open for writing in another process; wait for it to finish", id)
+	}
+	if err == nil && len(o.Images) > 0 {
+		if err = checkTakesImages(rt, sess.Config(), id); err != nil {
+			closeSession(sess)
+			return nil, err
+		}
 	}
 	return sess, err
 }
@@ -272,6 +295,44 @@ func adoptID(st *store.Store, o Options, cwd string) (string, error) {
 		id = o.SessionID // checkAdoptable says it does not exist
 	}
 	return id, checkAdoptable(st, id, cwd)
+}
+
+// closeSession closes sess, waiting at most 10 s for it to settle.
+func closeSession(sess *core.Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = sess.Close(ctx)
+}
+
+// checkTakesImages refuses images for a model that does not declare image
+// input, as the SDK and ACP doors do; sessionID names an adopted session
+// whose recorded model it is.
+func checkTakesImages(rt *core.Runtime, cfg event.Config, sessionID string) error {
+	prov, err := rt.Provider(cfg.Provider)
+	if err != nil {
+		return err
+	}
+	if prov.Caps(cfg.Model).Images {
+		return nil
+	}
+	if sessionID != "" {
+		return usageErrorf("model %q of session %s does not take image input; drop --%s, or start a new session with a model that does", cfg.Model, sessionID, FlagImage)
+	}
+	return usageErrorf("model %q does not take image input; choose one that does with --model, or drop --%s", cfg.Model, FlagImage)
+}
+
+// promptContent is the task's user message: the text, then the images,
+// stored beside the log as the doors store prompt images.
+func promptContent(sess *core.Session, task string, images []Image) ([]event.ContentBlock, error) {
+	content := []event.ContentBlock{event.Text(task)}
+	for _, im := range images {
+		att, err := sess.SaveAttachment(im.MediaType, im.Data)
+		if err != nil {
+			return nil, fmt.Errorf("saving image %s: %w", im.Path, err)
+		}
+		content = append(content, event.ContentBlock{Type: event.BlockImage, Attachment: att})
+	}
+	return content, nil
 }
 
 func detail(r event.TurnEndReason) string {
