@@ -95,9 +95,13 @@ type Config struct {
 type Runtime struct {
 	cfg Config
 	log *slog.Logger
-	// base is the runtime's own tools (the built-ins and registered ones);
-	// a session adds its MCP servers' tools to it.
-	base *toolset
+	// tools are the runtime's own tools (the built-ins and registered
+	// ones), sorted; base is their toolset, built on first use: building
+	// it reads every description, and bash's waits for the sandbox's probe
+	// (see baseTools). gen counts changes of tools.
+	tools []tool.Tool
+	base  *toolset
+	gen   int
 
 	mu        sync.Mutex
 	sessions  map[string]*Session
@@ -177,17 +181,19 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) RegisterTool(t tool.Tool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.setTools(append(append([]tool.Tool(nil), r.base.tools...), t))
+	r.setTools(append(append([]tool.Tool(nil), r.tools...), t))
 }
 
-func (r *Runtime) setTools(ts []tool.Tool) { r.base = newToolset(ts) }
+// setTools replaces the runtime's tools; called with mu held (or before
+// the runtime is shared).
+func (r *Runtime) setTools(ts []tool.Tool) { r.tools, r.base, r.gen = tool.Sort(ts), nil, r.gen+1 }
 
 // Tools returns the runtime's own tools, sorted by name (a session's list
 // adds its MCP servers' tools: Session.Tools).
 func (r *Runtime) Tools() []tool.Tool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]tool.Tool(nil), r.base.tools...)
+	return append([]tool.Tool(nil), r.tools...)
 }
 
 // Store returns the runtime's session store.

@@ -51,10 +51,27 @@ func newToolset(ts []tool.Tool) *toolset {
 }
 
 // baseTools is the runtime's own tool list (built-ins and registered).
+// It is built outside the lock on first use (bash's description waits for
+// the sandbox's probe, which runs while a door answers its first
+// requests); a racing builder keeps the first one stored, so the pointer
+// stays the one every session compares against.
 func (r *Runtime) baseTools() *toolset {
 	r.mu.Lock()
+	b, ts, gen := r.base, r.tools, r.gen
+	r.mu.Unlock()
+	if b != nil {
+		return b
+	}
+	b = newToolset(ts)
+	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.base
+	switch {
+	case r.base != nil:
+		return r.base
+	case r.gen == gen:
+		r.base = b
+	}
+	return b
 }
 
 // sessionTools builds a session's tool list: the runtime's, plus the

@@ -89,6 +89,9 @@ type runtime struct {
 	// here, and runs an editor terminal's commands under it too.
 	sandbox *sandbox.Sandbox
 	self    string
+	// noticed is closed once the sandbox's probe is done and its notice,
+	// if any, logged (shutdown waits for it: the notice is told once).
+	noticed <-chan struct{}
 }
 
 // containTerminal is acp.Options.ContainTerminal: the reaper of this
@@ -106,7 +109,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	for _, p := range s.Patches {
 		logger.Warn("ignoring --patch: dsh has no patch mechanism (accepted so the original's launchers start it unchanged)", "file", p)
 	}
-	sb := newSandbox(s, self, logger)
+	sb, noticed := newSandbox(s, self, logger)
 	rt, err := core.New(core.Config{
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
@@ -157,7 +160,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	}
 	reg.SetDshEnv(childEnv)
 	rt.RegisterTool(subagent.NewTool(rt, reg))
-	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger), sandbox: sb, self: self}, nil
+	return &runtime{Runtime: rt, gateway: reg, stopLog: startEventLog(rt, logger), sandbox: sb, self: self, noticed: noticed}, nil
 }
 
 // parseCommon parses a command's flags (shared settings plus extra) in the
@@ -198,6 +201,7 @@ func shutdownRuntime(rt *runtime) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	defer rt.stopLog()
+	defer func() { <-rt.noticed }()
 	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
 }
 
@@ -215,7 +219,7 @@ func userInstructions() string {
 // the secret places and the session root; writable besides each session's
 // own folders are the tool caches, so go build and npm install keep
 // working. Where the machine cannot contain fully, the user is told once.
-func newSandbox(s Settings, self string, logger *slog.Logger) *sandbox.Sandbox {
+func newSandbox(s Settings, self string, logger *slog.Logger) (*sandbox.Sandbox, <-chan struct{}) {
 	home, _ := os.UserHomeDir()
 	at := func(env, def string) string {
 		if v := os.Getenv(env); v != "" {
@@ -243,8 +247,14 @@ func newSandbox(s Settings, self string, logger *slog.Logger) *sandbox.Sandbox {
 		writable = append(writable, filepath.Join(home, "go", "pkg", "mod"))
 	}
 	sb := sandbox.New(sandbox.Config{Setting: sandbox.Setting(s.Sandbox), Network: s.SandboxNetwork, Hidden: hidden, Writable: writable, Reaper: self})
-	if n := sb.Notice(); n != "" {
-		logger.Warn(n)
-	}
-	return sb
+	// The probe runs while the door starts (it would add ~11 ms to every
+	// start of a non-root dsh); its notice is logged when it is done.
+	noticed := make(chan struct{})
+	go func() {
+		defer close(noticed)
+		if n := sb.Notice(); n != "" {
+			logger.Warn(n)
+		}
+	}()
+	return sb, noticed
 }

@@ -114,33 +114,57 @@ var ErrCannotContain = errors.New("the sandbox is required but cannot be set up 
 
 // Sandbox decides how each command is contained. Safe for concurrent use.
 type Sandbox struct {
-	cfg Config
-	mu  sync.Mutex
-	pr  probed
+	cfg   Config
+	ready chan struct{} // closed once the probe is done
+	mu    sync.Mutex
+	pr    probed
 }
 
-// New probes the machine and returns the sandbox for cfg. For a user
-// without CAP_SYS_ADMIN the probe runs cfg.Reaper once (a few ms).
+// New returns the sandbox for cfg and probes the machine in the
+// background: for a user without CAP_SYS_ADMIN the probe runs cfg.Reaper
+// once (about 11 ms, which would otherwise be added to every start of a
+// non-root dsh). Everything that needs the probe's answer waits for it;
+// Wait waits for it alone.
 func New(cfg Config) *Sandbox {
 	if cfg.Setting == "" {
 		cfg.Setting = Auto
 	}
-	s := &Sandbox{cfg: cfg}
-	if cfg.Setting != Off {
-		s.pr = probe(cfg)
+	s := &Sandbox{cfg: cfg, ready: make(chan struct{})}
+	if cfg.Setting == Off {
+		close(s.ready)
+		return s
 	}
+	go func() {
+		pr := probe(cfg)
+		s.mu.Lock()
+		s.pr = pr
+		s.mu.Unlock()
+		close(s.ready)
+	}()
 	return s
+}
+
+// Wait returns once the probe is done (a door that must not exit before
+// its notice is told, a test that must not leak the probe).
+func (s *Sandbox) Wait() {
+	if s != nil {
+		<-s.ready
+	}
+}
+
+// probed waits for the probe and returns what it found.
+func (s *Sandbox) probed() probed {
+	<-s.ready
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pr
 }
 
 // Setting is the configured setting.
 func (s *Sandbox) Setting() Setting { return s.cfg.Setting }
 
 // Level is what this machine can contain (after any downgrade).
-func (s *Sandbox) Level() Level {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pr.level
-}
+func (s *Sandbox) Level() Level { return s.probed().level }
 
 // Notice says, for the user, what is not contained on this machine, or
 // "" when everything is (or the sandbox is off). It is the one fact every
@@ -150,35 +174,34 @@ func (s *Sandbox) Notice() string {
 	if s == nil {
 		return ""
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cfg.Setting == Off || s.pr.level == Full {
+	pr := s.probed()
+	if s.cfg.Setting == Off || pr.level == Full {
 		return ""
 	}
 	lost := "commands run unconfined"
-	if s.pr.level == LandlockOnly {
-		lost = "writes and reads are contained, but " + strings.Join(s.landlockGaps(), ", ")
+	if pr.level == LandlockOnly {
+		lost = "writes and reads are contained, but " + strings.Join(s.landlockGaps(pr), ", ")
 	}
 	verb := "run anyway"
 	if s.cfg.Setting == Required {
 		verb = "are refused (sandbox: required)"
 	}
-	return fmt.Sprintf("sandbox: this machine cannot fully contain commands (%s): %s; commands %s", strings.Join(s.pr.why, "; "), lost, verb)
+	return fmt.Sprintf("sandbox: this machine cannot fully contain commands (%s): %s; commands %s", strings.Join(pr.why, "; "), lost, verb)
 }
 
 // landlockGaps are what Landlock alone leaves open, by this kernel's ABI
 // and whether dsh runs as root.
-func (s *Sandbox) landlockGaps() []string {
+func (s *Sandbox) landlockGaps(pr probed) []string {
 	gaps := []string{"dsh's process stays visible to commands"}
 	if isRoot() {
 		gaps[0] += " and, as root, its environment (the API key) readable"
 	}
-	if s.pr.abi < 6 {
+	if pr.abi < 6 {
 		gaps = append(gaps, "commands can signal dsh")
 	}
 	gaps = append(gaps, "/tmp is shared with the host", "the names (not contents) in secret folders can be listed")
 	switch {
-	case !s.cfg.Network && s.pr.abi < 4:
+	case !s.cfg.Network && pr.abi < 4:
 		gaps = append(gaps, "the network cannot be turned off")
 	case !s.cfg.Network:
 		gaps = append(gaps, "with the network off only TCP is refused")
@@ -188,6 +211,7 @@ func (s *Sandbox) landlockGaps() []string {
 
 // downgrade records that namespaces failed at run time.
 func (s *Sandbox) downgrade(err error) {
+	<-s.ready
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pr.level == Full {
@@ -267,9 +291,7 @@ func (s *Sandbox) plan(sc Scope) (*Policy, nsHow, error) {
 	if s == nil || s.cfg.Setting == Off || sc.Unconfined {
 		return nil, nsNone, nil
 	}
-	s.mu.Lock()
-	pr := s.pr
-	s.mu.Unlock()
+	pr := s.probed()
 	if pr.level < Full && s.cfg.Setting == Required {
 		return nil, nsNone, fmt.Errorf("%w: %s", ErrCannotContain, strings.Join(pr.why, "; "))
 	}

@@ -23,7 +23,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 		{Required, LandlockOnly, false, false, true},
 		{Required, None, false, false, true},
 	} {
-		s := &Sandbox{cfg: Config{Setting: tc.setting, Network: true}, pr: probed{level: tc.level, why: []string{"because"}}}
+		s := fixed(Config{Setting: tc.setting, Network: true}, probed{level: tc.level, why: []string{"because"}})
 		c, err := s.Plan(sc)
 		if (err != nil) != tc.err || (err != nil && !errors.Is(err, ErrCannotContain)) {
 			t.Errorf("%s/%d: err %v", tc.setting, tc.level, err)
@@ -38,7 +38,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 			}
 		}
 	}
-	s := &Sandbox{cfg: Config{Setting: Required}, pr: probed{level: Full}}
+	s := fixed(Config{Setting: Required}, probed{level: Full})
 	if c, err := s.Plan(Scope{Workspace: "/ws", Unconfined: true}); err != nil || c.Contained {
 		t.Fatalf("mode full runs unconfined: %+v %v", c, err)
 	}
@@ -48,7 +48,7 @@ func TestPlanBySettingAndLevel(t *testing.T) {
 }
 
 func TestNoticeAndFallback(t *testing.T) {
-	s := &Sandbox{cfg: Config{Setting: Auto}, pr: probed{level: Full, abi: 7}}
+	s := fixed(Config{Setting: Auto}, probed{level: Full, abi: 7})
 	if n := s.Notice(); n != "" {
 		t.Fatalf("full needs no notice: %q", n)
 	}
@@ -60,7 +60,7 @@ func TestNoticeAndFallback(t *testing.T) {
 	if n := s.Notice(); !strings.Contains(n, "operation not permitted") || !strings.Contains(n, "run anyway") {
 		t.Fatalf("notice %q", n)
 	}
-	r := &Sandbox{cfg: Config{Setting: Required}, pr: probed{level: Full}}
+	r := fixed(Config{Setting: Required}, probed{level: Full})
 	c, _ = r.Plan(Scope{Workspace: "/ws"})
 	if _, ok := r.Fallback(c, errors.New("no")); ok {
 		t.Fatal("required must not fall back")
@@ -74,7 +74,7 @@ func TestNoticeAndFallback(t *testing.T) {
 // without CAP_SYS_ADMIN), dsh starts the reaper plainly and the policy
 // tells it to enter the namespaces itself; there is no fallback to take.
 func TestPlanUserNamespace(t *testing.T) {
-	s := &Sandbox{cfg: Config{Setting: Required, Network: false}, pr: probed{level: Full, abi: 7, userns: true}}
+	s := fixed(Config{Setting: Required, Network: false}, probed{level: Full, abi: 7, userns: true})
 	c, err := s.Plan(Scope{Workspace: "/ws"})
 	if err != nil || !c.Contained || c.Cloneflags != 0 || c.fallback != nil {
 		t.Fatalf("%+v %v", c, err)
@@ -101,7 +101,7 @@ func TestNoticeSaysWhatLandlockLeaves(t *testing.T) {
 		{7, false, []string{"only TCP is refused"}, []string{"signal"}},
 		{3, false, []string{"the network cannot be turned off"}, nil},
 	} {
-		s := &Sandbox{cfg: Config{Setting: Auto, Network: tc.network}, pr: probed{level: LandlockOnly, abi: tc.abi, why: []string{"user namespaces are refused here: EPERM"}}}
+		s := fixed(Config{Setting: Auto, Network: tc.network}, probed{level: LandlockOnly, abi: tc.abi, why: []string{"user namespaces are refused here: EPERM"}})
 		n := s.Notice()
 		for _, w := range tc.want {
 			if !strings.Contains(n, w) {
@@ -114,4 +114,11 @@ func TestNoticeSaysWhatLandlockLeaves(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fixed is a sandbox whose probe found pr.
+func fixed(cfg Config, pr probed) *Sandbox {
+	s := &Sandbox{cfg: cfg, pr: pr, ready: make(chan struct{})}
+	close(s.ready)
+	return s
 }

@@ -25,8 +25,8 @@ const bashSchema = `{"type":"object","properties":{"command":{"type":"string","d
 const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
 type bashTool struct {
-	// sandbox is what the tool's description says about the sandbox.
-	sandbox string
+	// sandbox is what the tool's description tells of (nil: nothing).
+	sandbox *sandbox.Sandbox
 }
 
 // WithSandbox returns tools with the bash tool's description telling the
@@ -37,7 +37,7 @@ func WithSandbox(tools []Tool, sb *sandbox.Sandbox) []Tool {
 	out := make([]Tool, len(tools))
 	for i, t := range tools {
 		if _, ok := t.(bashTool); ok {
-			t = bashTool{sandbox: sb.Describe()}
+			t = bashTool{sandbox: sb}
 		}
 		out[i] = t
 	}
@@ -63,8 +63,10 @@ type bashArgs struct {
 	Background  bool   `json:"run_in_background"`
 }
 
-func (bashTool) Name() string            { return "bash" }
-func (t bashTool) Description() string   { return bashDescription + t.sandbox }
+func (bashTool) Name() string { return "bash" }
+
+// Description waits for the sandbox's probe (Describe), on first use.
+func (t bashTool) Description() string   { return bashDescription + t.sandbox.Describe() }
 func (bashTool) Schema() json.RawMessage { return json.RawMessage(bashSchema) }
 func (bashTool) Kind() Kind              { return KindExecute }
 func (bashTool) ParallelSafe() bool      { return false }
