@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/dsh-dev/dsh/cmd/internal/headless"
+	"github.com/dsh-dev/dsh/core/event"
 )
 
 const offlineHint = `to try dsh offline, use the scripted provider with a one-step script:
@@ -78,7 +80,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errTTY = headless.IsTerminal(f)
 	}
 	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet,
-		Continue: rf.Continue, Task: task, Images: images, Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
+		Continue: rf.Continue, Task: task, Images: images, Reconfigure: flagConfig(s), Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
 		Progress: headless.ProgressOptions{TTY: errTTY, Color: errTTY && os.Getenv("NO_COLOR") == "", Quiet: rf.Quiet}})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)
@@ -88,4 +90,30 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c
 	}
 	return code
+}
+
+// flagConfig is how an adopted session's configuration changes for the
+// model settings given as flags on this command line (a session keeps its
+// recorded model otherwise: an environment or config-file default is for
+// new sessions), or nil when none was.
+func flagConfig(s Settings) func(event.Config) event.Config {
+	flagged := func(key string) bool { return strings.HasPrefix(s.Sources[key], "flag ") }
+	if !flagged("provider") && !flagged("model") && !flagged("reasoningEffort") && !flagged("maxTokens") {
+		return nil
+	}
+	return func(c event.Config) event.Config {
+		if flagged("provider") {
+			c.Provider = s.Provider
+		}
+		if flagged("model") {
+			c.Model = s.Model
+		}
+		if flagged("reasoningEffort") {
+			c.ReasoningEffort = s.ReasoningEffort
+		}
+		if flagged("maxTokens") {
+			c.MaxTokens = s.MaxTokens
+		}
+		return c
+	}
 }

@@ -37,6 +37,10 @@ type Options struct {
 	OfflineHint string
 	// Continue adopts the most recent session of the cwd.
 	Continue bool
+	// Reconfigure, if set, is what an adopted session's configuration
+	// becomes (the model flags given on this command line); a change is
+	// recorded before the task, so later wakes keep it.
+	Reconfigure func(event.Config) event.Config
 	// Progress configures the default mode's stderr view.
 	Progress ProgressOptions
 }
@@ -265,13 +269,37 @@ func openSession(ctx context.Context, rt *core.Runtime, o Options, cwd string, o
 	if errors.Is(err, store.ErrLeased) {
 		return nil, fmt.Errorf("session %q is open for writing in another process; wait for it to finish", id)
 	}
-	if err == nil && len(o.Images) > 0 {
-		if err = checkTakesImages(rt, sess.Config(), id); err != nil {
-			closeSession(sess)
-			return nil, err
+	if err != nil {
+		return nil, err
+	}
+	if err := adopted(rt, sess, o); err != nil {
+		closeSession(sess)
+		return nil, err
+	}
+	return sess, nil
+}
+
+// adopted readies an adopted session for this run: the configuration the
+// command line asks for (recorded only when it differs), after checking
+// that the model it ends with takes the images, so a refusal appends
+// nothing.
+func adopted(rt *core.Runtime, sess *core.Session, o Options) error {
+	cur := sess.Config()
+	next := cur
+	if o.Reconfigure != nil {
+		next = o.Reconfigure(cur)
+	}
+	if len(o.Images) > 0 {
+		if err := checkTakesImages(rt, next, sess.ID()); err != nil {
+			return err
 		}
 	}
-	return sess, err
+	if next != cur {
+		if err := sess.SetConfig(next); err != nil {
+			return fmt.Errorf("session %q cannot take the configuration given: %w", sess.ID(), err)
+		}
+	}
+	return nil
 }
 
 // adoptID resolves --session-id (exact or a unique prefix) or --continue to
