@@ -201,7 +201,12 @@ func shutdownRuntime(rt *runtime) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	defer rt.stopLog()
-	defer func() { <-rt.noticed }()
+	defer func() { // the notice is told before exit; a wedged probe does not hold us
+		select {
+		case <-rt.noticed:
+		case <-ctx.Done():
+		}
+	}()
 	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
 }
 
