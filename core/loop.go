@@ -413,6 +413,8 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 type outcome struct {
 	res  tool.Result
 	code string // error code for the tool/result error field, "" if none
+	// instr are the nested instruction files appended to res.
+	instr []event.InstructionFile
 }
 
 // prepared is a call that passed validation and the gate.
@@ -424,6 +426,9 @@ type prepared struct {
 	repaired bool
 	args     json.RawMessage
 	out      *outcome // set when the call is decided without running
+	// paths are the files and folders a file tool touches (its Inspect's),
+	// for the nested instructions that apply to them.
+	paths []string
 }
 
 func (s *Session) runTools(ctx context.Context, turn, step int, calls []model.ToolCall, callSeqs map[string]int64, cfg event.Config, prov model.Provider, loop *loopDetector) error {
@@ -511,6 +516,9 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		p.out = &outcome{res: tool.ErrorResult("invalid arguments: " + err.Error()), code: event.ToolInvalidArguments}
 		return p
 	}
+	if p.t.Kind() != tool.KindExecute && !acc.SessionOwned {
+		p.paths = acc.Paths
+	}
 	var d permission.Decision
 	if acc.SessionOwned && !acc.Write {
 		// Reading the session's own spill files needs nobody's leave.
@@ -562,6 +570,9 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 		o.res.Content = append(o.res.Content, event.Text("\n[the call was cancelled]"))
 	} else if res.IsError {
 		o.code = event.ToolFailed
+	} else if text, files := s.nestedInstructions(p.paths); text != "" {
+		o.res.Content = append(o.res.Content, event.Text(text))
+		o.instr = files
 	}
 	return o
 }
@@ -581,6 +592,7 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome, call
 	if o.code != "" {
 		tr.Error = &event.ToolErrorInfo{Name: "ToolError", Code: o.code}
 	}
+	tr.Instructions = o.instr
 	if o.res.Meta != nil {
 		if raw, err := json.Marshal(o.res.Meta); err == nil {
 			tr.Meta = raw

@@ -46,6 +46,9 @@ type Session struct {
 	// envFacts are the facts of the last context message (nil before the
 	// first), so a later turn sends one only when a fact changed.
 	envFacts *event.EnvFacts
+	// nested are the nested instruction files shown since the last
+	// compaction (guarded by mu; see nested.go).
+	nested nestedState
 
 	mu      sync.Mutex
 	cfg     event.Config
@@ -202,10 +205,19 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		if d, err := payloadOf[event.Environment](ev, payload); err == nil {
 			s.envFacts = &d.Facts
 		}
+	case event.TypeToolResult:
+		if d, err := payloadOf[event.ToolResult](ev, payload); err == nil && len(d.Instructions) > 0 {
+			s.mu.Lock()
+			s.noteNested(d.Instructions)
+			s.mu.Unlock()
+		}
 	case event.TypeCompactionCheckpoint:
 		if d, err := payloadOf[event.CompactionCheckpoint](ev, payload); err == nil && d.State != nil && d.State.Environment != nil {
 			s.envFacts = d.State.Environment
 		}
+		s.mu.Lock()
+		s.nested = nestedState{} // the results they rode on are summarised away
+		s.mu.Unlock()
 		s.atCheckpoint(ev, payload)
 	case event.TypeSessionDirs:
 		if d, err := payloadOf[event.SessionDirs](ev, payload); err == nil {

@@ -302,6 +302,10 @@ type ToolResult struct {
 	Message Message         `json:"message"`
 	Error   *ToolErrorInfo  `json:"error,omitempty"`
 	Meta    json.RawMessage `json:"meta,omitempty"`
+	// Instructions are the nested instruction files (AGENTS.md below the
+	// context message's chain) appended to this result, shown once a
+	// session.
+	Instructions []InstructionFile `json:"instructions,omitempty"`
 }
 
 // Result returns the tool-result block of r, or a zero block.
