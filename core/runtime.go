@@ -85,7 +85,10 @@ type Config struct {
 	// MCPStartWait bounds how long opening a session waits for its MCP
 	// servers (default 1.5 s); MCPStartTimeout bounds one server's start
 	// (default 30 s).
-	MCPStartWait    time.Duration
+	MCPStartWait time.Duration
+	// MCPRestarts bounds the restarts of a server that dies within its
+	// session, per 5 minutes (0: mcp's default, 3; negative: never).
+	MCPRestarts     int
 	MCPStartTimeout time.Duration
 	// Version is dsh's version, told to MCP servers.
 	Version string

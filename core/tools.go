@@ -152,6 +152,7 @@ func (s *Session) startMCP(opts SessionOptions) {
 		Logger:       s.rt.log.With("session", s.id),
 		Reserved:     func(name string) bool { return base.byName[name] != nil },
 		OnStatus:     s.recordMCPStatus,
+		Restart:      mcp.RestartPolicy{Max: s.rt.cfg.MCPRestarts},
 	})
 	s.ownMCP = true
 	s.waitMCP()

@@ -31,6 +31,9 @@ type fileConfig struct {
 	// network addresses.
 	WebFetchAllowPrivate *bool           `json:"webFetchAllowPrivate"`
 	MCPServers           json.RawMessage `json:"mcpServers"`
+	// MCPRestarts is how often a server that dies is restarted within
+	// 5 minutes (0: never).
+	MCPRestarts *int `json:"mcpRestarts"`
 	// Prices, per model and million tokens, give ACP usage updates a cost.
 	Prices json.RawMessage `json:"prices"`
 	// Sandbox is auto | required | off; SandboxNetwork false turns the

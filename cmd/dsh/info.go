@@ -143,6 +143,7 @@ func settingRows(s Settings) [][3]string {
 		"sandboxNetwork":       strconv.FormatBool(s.SandboxNetwork),
 		"sandboxHidePaths":     "none",
 		"mcpServers":           fmt.Sprintf("%d configured", len(s.MCPServers)),
+		"mcpRestarts":          strconv.Itoa(s.MCPRestarts),
 		"subagents":            "not configured",
 		"prices":               "not configured",
 	}

@@ -44,7 +44,10 @@ type Settings struct {
 	// MCPStartWait bounds how long opening a session waits for its MCP
 	// servers (DSH_MCP_START_WAIT; core's default when 0).
 	MCPStartWait time.Duration
-	LogLevel     slog.Level
+	// MCPRestarts is how often a dying MCP server is restarted within
+	// 5 minutes (mcpRestarts, DSH_MCP_RESTARTS; default 3, 0 never).
+	MCPRestarts int
+	LogLevel    slog.Level
 	// Depth is the delegation depth of this process's sessions: a dsh
 	// started by another dsh's subagent gateway gets its parent's depth+1
 	// in DSH_DELEGATION_DEPTH.
@@ -358,6 +361,12 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 	}
 	if s.MCPStartWait, err = envDuration("DSH_MCP_START_WAIT"); err != nil {
 		return err
+	}
+	if s.MCPRestarts, err = r.pickInt("mcpRestarts", fromEnv("DSH_MCP_RESTARTS"), fromFile(optInt(fc.MCPRestarts)), byDefault("3")); err != nil {
+		return err
+	}
+	if s.MCPRestarts < 0 {
+		return fmt.Errorf("mcpRestarts must be 0 or more, got %d from %s", s.MCPRestarts, s.Sources["mcpRestarts"])
 	}
 	if v := os.Getenv("DSH_DELEGATION_DEPTH"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -202,3 +202,26 @@ func TestSandboxHidePaths(t *testing.T) {
 		t.Errorf("a relative path: exit %d, %s", code, stderr)
 	}
 }
+
+// mcpRestarts: the environment over the config file over the default of 3;
+// 0 (never) is a value, a negative one is refused naming its source (the
+// environment case comes last: t.Setenv lasts to the end of the test).
+func TestMCPRestartsSetting(t *testing.T) {
+	if got := configShown(t, nil, nil)["mcpRestarts"]; got["value"] != "3" || got["source"] != "default" {
+		t.Errorf("default mcpRestarts = %v", got)
+	}
+	if got := configShown(t, map[string]any{"mcpRestarts": 5}, nil)["mcpRestarts"]; got["value"] != "5" || got["source"] != "config file" {
+		t.Errorf("config file mcpRestarts = %v", got)
+	}
+	code, _, stderr := runConfig(t, map[string]any{"mcpRestarts": -1}, nil)
+	if code == 0 || !strings.Contains(stderr, "mcpRestarts") || !strings.Contains(stderr, "config file") {
+		t.Errorf("a negative mcpRestarts: exit %d, %s", code, stderr)
+	}
+	if got := configShown(t, map[string]any{"mcpRestarts": 5}, map[string]string{"DSH_MCP_RESTARTS": "0"})["mcpRestarts"]; got["value"] != "0" ||
+		got["source"] != "environment DSH_MCP_RESTARTS" {
+		t.Errorf("environment mcpRestarts = %v", got)
+	}
+	if mcpRestarts(0) >= 0 || mcpRestarts(2) != 2 {
+		t.Errorf("0 must mean never to core (negative), got %d", mcpRestarts(0))
+	}
+}

@@ -132,6 +132,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		Logger:           logger,
 		MCPServers:       s.MCPServers,
 		MCPStartWait:     s.MCPStartWait,
+		MCPRestarts:      mcpRestarts(s.MCPRestarts),
 		Version:          version,
 	})
 	if err != nil {
@@ -262,4 +263,13 @@ func newSandbox(s Settings, self string, logger *slog.Logger) (*sandbox.Sandbox,
 		}
 	}()
 	return sb, noticed
+}
+
+// mcpRestarts maps the setting (0: never) to core's (0: the default,
+// negative: never).
+func mcpRestarts(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -16,7 +16,7 @@ import (
 type RestartPolicy struct {
 	// Max restarts within Window (default 3 within 5 minutes); a server
 	// that dies, or fails a restart, with Max restarts in the window is
-	// left down.
+	// left down. A negative Max never restarts (config mcpRestarts: 0).
 	Max    int
 	Window time.Duration
 	// Backoff is the pause before a restart, doubled for each restart
@@ -32,7 +32,7 @@ const (
 )
 
 func (p RestartPolicy) withDefaults() RestartPolicy {
-	if p.Max <= 0 {
+	if p.Max == 0 {
 		p.Max = DefaultMaxRestarts
 	}
 	if p.Window <= 0 {
@@ -81,6 +81,9 @@ func (s *server) restartsLeft() bool {
 
 func (s *server) notRestarted(why string) string {
 	pol := s.set.opts.Restart
+	if pol.Max < 0 {
+		return "died and was not restarted (restarts are off: mcpRestarts is 0): " + why
+	}
 	return fmt.Sprintf("died and was not restarted (%d restarts within %s already): %s", pol.Max, pol.Window, why)
 }
 

@@ -219,3 +219,23 @@ func TestADroppedHTTPSessionIsReconnected(t *testing.T) {
 		t.Errorf("the tool list changed across the reconnect")
 	}
 }
+
+// With restarts off (a negative Max: config mcpRestarts 0) a server that
+// dies is failed at once, saying so, and started no more.
+func TestRestartsOff(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
+	h := start(t, Options{Restart: RestartPolicy{Max: -1}}, stdioServer("t", KV{Name: "MCPTEST_START_LOG", Value: starts}))
+	h.waitState("t", StateReady)
+	echo := h.tool("mcp__t__echo")
+	h.kill("t")
+	st := h.waitState("t", StateFailed)
+	if !strings.Contains(st.Error, "restarts are off") || st.Restarts != 0 {
+		t.Fatalf("the death's report: %+v", st)
+	}
+	if r := echo.Run(context.Background(), json.RawMessage(`{"text":"x"}`), nil); !r.IsError || !strings.Contains(text(r), "not restarted") {
+		t.Fatalf("a call after the death: %+v", r)
+	}
+	if b, _ := os.ReadFile(starts); strings.Count(string(b), "start") != 1 {
+		t.Errorf("started %d times, want once", strings.Count(string(b), "start"))
+	}
+}
