@@ -26,27 +26,9 @@ func (a *agent) HandleRequest(ctx context.Context, method string, params json.Ra
 	case sdk.AgentMethodLogout:
 		return wire.Answer(ctx, params, a.Logout)
 	case sdk.AgentMethodSessionNew:
-		p, err := wire.DecodeParams[sdk.NewSessionRequest](params)
-		if err != nil {
-			return nil, err
-		}
-		resp, st, err := a.NewSession(ctx, p)
-		if err != nil {
-			return nil, wire.FromSDKError(err)
-		}
-		// The client learns the session id from the response: the slash
-		// commands announced before it would be dropped.
-		return &wire.Then{Result: resp, After: func() { a.announceCommands(st) }}, nil
+		return answerOpening(ctx, a, params, a.NewSession)
 	case sdk.AgentMethodSessionFork:
-		p, err := wire.DecodeParams[sdk.UnstableForkSessionRequest](params)
-		if err != nil {
-			return nil, err
-		}
-		resp, st, err := a.ForkSession(ctx, p)
-		if err != nil {
-			return nil, wire.FromSDKError(err)
-		}
-		return &wire.Then{Result: resp, After: func() { a.announceCommands(st) }}, nil
+		return answerOpening(ctx, a, params, a.ForkSession)
 	case sdk.AgentMethodSessionLoad:
 		return wire.Answer(ctx, params, a.LoadSession)
 	case sdk.AgentMethodSessionResume:
@@ -93,4 +75,20 @@ func (a *agent) HandleNotification(ctx context.Context, method string, params js
 			a.log.Debug("acp: notification ignored", "method", method)
 		}
 	}
+}
+
+// answerOpening answers a request that opens a new session id (new, fork),
+// then announces the session's slash commands: the client learns the id
+// from the response, so commands announced before it would be dropped.
+func answerOpening[P, R any](ctx context.Context, a *agent, params json.RawMessage,
+	open func(context.Context, P) (R, *sessState, error)) (any, error) {
+	p, err := wire.DecodeParams[P](params)
+	if err != nil {
+		return nil, err
+	}
+	resp, st, err := open(ctx, p)
+	if err != nil {
+		return nil, wire.FromSDKError(err)
+	}
+	return &wire.Then{Result: resp, After: func() { a.announceCommands(st) }}, nil
 }
