@@ -780,7 +780,7 @@ func TestListPaging(t *testing.T) {
 	for _, c := range []struct {
 		cwd    string
 		parent string
-	}{{elsewhere, ""}, {cwd, "session-parent"}} {
+	}{{elsewhere, ""}, {cwd, "session-parent"}, {cwd, ""}} { // the last: a delegated session of an older log, depth only
 		s, err := rt.Create(context.Background(), core.SessionOptions{Cwd: c.cwd, ParentSession: c.parent, Depth: 1})
 		if err != nil {
 			t.Fatal(err)

@@ -416,6 +416,27 @@ func TestServer_SubagentNotifications(t *testing.T) {
 	}
 }
 
+// A session whose parent lives in another process (a dsh started by
+// another's gateway records it) is not announced as subagent.started: the
+// notification is for this runtime's own children.
+func TestServer_NoSubagentStartedForARemoteParent(t *testing.T) {
+	p := newPeer(t, helloScript)
+	p.initialize("")
+	if _, err := p.rt.Create(context.Background(), core.SessionOptions{ID: "delegated", Cwd: p.cwd, ParentSession: "in-another-process", Depth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.rt.Create(context.Background(), core.SessionOptions{ID: "parent", Cwd: p.cwd}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.rt.Create(context.Background(), core.SessionOptions{ID: "child", Cwd: p.cwd, ParentSession: "parent", Depth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st := p.next(func(f frame) bool { return f.Method == "subagent.started" })
+	if !strings.Contains(st.raw, `"childSessionId":"child"`) {
+		t.Fatalf("the first subagent.started is %s, want the in-process child's", st.raw)
+	}
+}
+
 func TestServer_HostAnswersPermission(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "outside.txt")
 	script := fmt.Sprintf(`{"steps":[{"toolCalls":[{"name":"write","arguments":{"file_path":%q,"content":"hi"}}]},{"text":"done"}]}`, outside)
