@@ -55,14 +55,7 @@ func TestMCPToolsInTheLoop(t *testing.T) {
 		text("done"),
 		calls(model.ToolCall{ID: "c3", Name: "mcp__web__extra", Arguments: `{}`}),
 		text("done again"))
-	sub := h.rt.Subscribe()
-	defer sub.Close()
-	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd,
-		MCPServers: []mcp.ServerConfig{{Name: "web", Transport: mcp.TransportHTTP, URL: srv.URL, Source: "acp"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitMCP(t, sub, "web", 9)
+	s, sub := webSession(t, h, srv.URL)
 	if r := run(t, s, "go"); r.Reason.Kind != event.ReasonCompleted {
 		t.Fatalf("turn 1: %+v", r.Reason)
 	}
@@ -167,14 +160,7 @@ func TestMCPReconnectKeepsTheRequestPrefix(t *testing.T) {
 		calls(model.ToolCall{ID: "c2", Name: "mcp__web__echo", Arguments: `{"text":"two"}`}),
 		text("done again"),
 		text("and again"))
-	sub := h.rt.Subscribe()
-	defer sub.Close()
-	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd,
-		MCPServers: []mcp.ServerConfig{{Name: "web", Transport: mcp.TransportHTTP, URL: srv.URL, Source: "acp"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitMCP(t, sub, "web", 9)
+	s, _ := webSession(t, h, srv.URL)
 	run(t, s, "go")
 	rs.Restart()
 	run(t, s, "again")
@@ -202,4 +188,19 @@ func TestMCPReconnectKeepsTheRequestPrefix(t *testing.T) {
 	if headers != 1 {
 		t.Errorf("the reconnect changed the request prefix: %d request/header events", headers)
 	}
+}
+
+// webSession opens a session of h with the streamable-HTTP server at url
+// as "web" and waits until its nine tools are ready; sub sees the rest.
+func webSession(t *testing.T, h *harness, url string) (*Session, *Subscription) {
+	t.Helper()
+	sub := h.rt.Subscribe()
+	t.Cleanup(sub.Close)
+	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd,
+		MCPServers: []mcp.ServerConfig{{Name: "web", Transport: mcp.TransportHTTP, URL: url, Source: "acp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMCP(t, sub, "web", 9)
+	return s, sub
 }
