@@ -4,63 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 )
-
-// compactCommand reports whether a prompt is the /compact slash command
-// and returns its focus text.
-func compactCommand(blocks []sdk.ContentBlock) (string, bool) {
-	if len(blocks) == 0 || blocks[0].Text == nil {
-		return "", false
-	}
-	t := strings.TrimLeft(blocks[0].Text.Text, " \t\r\n")
-	rest, ok := strings.CutPrefix(t, "/compact")
-	if !ok || (rest != "" && !strings.ContainsAny(rest[:1], " \t\r\n")) {
-		return "", false
-	}
-	return strings.TrimSpace(rest), true
-}
-
-// compact runs /compact: it answers end_turn once the checkpoint is
-// committed and its notice is on the wire, cancelled when session/cancel
-// (or the request's cancellation) stopped the summary call.
-func (a *agent) compact(ctx context.Context, st *sessState, focus string) (sdk.PromptResponse, error) {
-	type outcome struct {
-		c   *core.Compaction
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		c, err := st.s.Compact(context.WithoutCancel(ctx), focus)
-		done <- outcome{c, err}
-	}()
-	var o outcome
-	select {
-	case o = <-done:
-	case <-ctx.Done():
-		st.s.Cancel(nil)
-		o = <-done
-	}
-	switch {
-	case errors.Is(o.err, context.Canceled):
-		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-	case errors.Is(o.err, core.ErrNothingToCompact):
-		msg := sdk.UpdateAgentMessageText("There is no conversation to compact yet.")
-		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
-			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-		}
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-	case o.err != nil:
-		return sdk.PromptResponse{}, rpcError(codeInternalError, "compaction failed: %v", o.err)
-	}
-	_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= o.c.Seq })
-	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-}
 
 // compactionNotice is the short agent message that shows a compaction in
 // the editor, live and when a session is loaded.
@@ -84,4 +33,40 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// command runs a prompt that is one of the session's slash commands (core's
+// registry). done says it was answered: resp is the prompt's answer. A
+// command that expands to a prompt (/init) returns the blocks to send in
+// its place; a prompt that is no command returns blocks unchanged.
+func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.ContentBlock) (prompt []sdk.ContentBlock, resp sdk.PromptResponse, done bool, err error) {
+	if len(blocks) == 0 || blocks[0].Text == nil {
+		return blocks, resp, false, nil
+	}
+	name, args, ok := core.ParseCommand(blocks[0].Text.Text)
+	if !ok {
+		return blocks, resp, false, nil
+	}
+	res, err := st.s.RunCommand(ctx, name, args)
+	switch {
+	case errors.Is(err, core.ErrUnknownCommand):
+		return blocks, resp, false, nil // not ours: the model reads it
+	case errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil):
+		return nil, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
+	case err != nil:
+		return nil, resp, true, rpcError(codeInternalError, "/%s failed: %v", name, err)
+	case res.Prompt != "":
+		prompt = append([]sdk.ContentBlock{sdk.TextBlock(res.Prompt)}, blocks[1:]...)
+		return prompt, resp, false, nil
+	}
+	if res.Reply != "" {
+		msg := sdk.UpdateAgentMessageText(res.Reply)
+		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+			return nil, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
+		}
+	}
+	if res.Committed {
+		_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= res.Seq })
+	}
+	return nil, sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true, nil
 }

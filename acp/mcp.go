@@ -106,39 +106,3 @@ func mcpNotice(m event.MCPServer) string {
 func mcpFailureLine(name, why string) string {
 	return fmt.Sprintf("⚠ MCP server %q is not available: %s. The session goes on without it.", name, why)
 }
-
-// mcpCommand answers /mcp: the session's servers, their state and tools.
-func mcpCommand(s *core.Session) string {
-	st := s.MCPStatus()
-	if len(st) == 0 {
-		return "No MCP servers are configured for this session (the editor's settings and the dsh config file's \"mcpServers\" add them)."
-	}
-	var b strings.Builder
-	b.WriteString("MCP servers:\n")
-	for _, x := range st {
-		fmt.Fprintf(&b, "- %s (%s, from %s): %s", x.Name, x.Describe, x.Source, x.State)
-		if x.State == mcp.StateReady {
-			fmt.Fprintf(&b, ", %d tools", x.Tools)
-		}
-		if x.Restarts > 0 {
-			fmt.Fprintf(&b, ", restarted %d times", x.Restarts)
-		}
-		if x.Error != "" {
-			b.WriteString(" — " + x.Error)
-		}
-		if x.Note != "" {
-			b.WriteString(" (" + x.Note + ")")
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// isMCPCommand reports whether a prompt is the /mcp command alone: it is
-// answered by dsh, not the model.
-func isMCPCommand(blocks []sdk.ContentBlock) bool {
-	if len(blocks) != 1 || blocks[0].Text == nil {
-		return false
-	}
-	return strings.TrimSpace(blocks[0].Text.Text) == "/mcp"
-}

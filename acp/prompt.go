@@ -9,35 +9,26 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 )
 
 // imageTypes are the image media types a prompt may carry.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true, "image/gif": true}
 
-// initPrompt is what /init asks the model to do.
-const initPrompt = `Write an AGENTS.md file for this workspace.
-
-Explore the workspace first (list it, read the build files, the README and a few representative sources). Then write AGENTS.md at the workspace root for future coding agents: what the project is, how it is laid out, the exact commands to build, test and lint it, the code style and conventions it follows, and anything non-obvious a newcomer would trip over. Keep it short and concrete. If AGENTS.md already exists, read it and improve it instead of starting over.`
-
-// availableCommands is the slash-command list: only commands that work.
-func availableCommands() sdk.SessionUpdate {
-	return sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: []sdk.AvailableCommand{{
-		Name:        "init",
-		Description: "Write an AGENTS.md for this workspace (layout, build and test commands, conventions)",
-		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what to focus on (optional)"}},
-	}, {
-		Name:        "mcp",
-		Description: "List this session's MCP servers, their state and tool counts",
-	}, {
-		Name:        "permissions",
-		Description: "List the remembered always-allow and always-reject rules of this project; remove one by number",
-		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "remove N (optional)"}},
-	}, {
-		Name:        "compact",
-		Description: "Summarise the conversation so far to free the context window",
-		Input:       &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "what the summary should focus on (optional)"}},
-	}}}}
+// availableCommands is the session's slash-command list (core's registry:
+// only commands that work).
+func availableCommands(s *core.Session) sdk.SessionUpdate {
+	cmds := s.Commands()
+	out := make([]sdk.AvailableCommand, 0, len(cmds))
+	for _, c := range cmds {
+		ac := sdk.AvailableCommand{Name: c.Name, Description: c.Description}
+		if c.Hint != "" {
+			ac.Input = &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: c.Hint}}
+		}
+		out = append(out, ac)
+	}
+	return sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: out}}
 }
 
 // Prompt runs one turn. It answers after the turn has ended and every
@@ -67,30 +58,11 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		st.pmu.Unlock()
 	}()
 
-	if isMCPCommand(p.Prompt) {
-		msg := sdk.UpdateAgentMessageText(mcpCommand(st.s))
-		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
-			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-		}
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	prompt, resp, done, err := a.command(ctx, st, p.Prompt)
+	if done || err != nil {
+		return resp, err
 	}
-	if n, ok, err := permissionsCommand(p.Prompt); ok {
-		text := ""
-		if err != nil {
-			text = err.Error()
-		} else {
-			text = permissionsReply(st.s, n)
-		}
-		msg := sdk.UpdateAgentMessageText(text)
-		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
-			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
-		}
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-	}
-	if focus, ok := compactCommand(p.Prompt); ok {
-		return a.compact(ctx, st, focus)
-	}
-	content, err := a.promptContent(st, p.Prompt)
+	content, err := a.promptContent(st, prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
@@ -179,11 +151,7 @@ func (a *agent) promptContent(st *sessState, blocks []sdk.ContentBlock) ([]event
 		n := i + 1
 		switch {
 		case b.Text != nil:
-			t := b.Text.Text
-			if i == 0 {
-				t = expandCommand(t)
-			}
-			addText(t)
+			addText(b.Text.Text)
 		case b.ResourceLink != nil:
 			addText("\n[resource_link name=" + jsonString(b.ResourceLink.Name) + " uri=" + jsonString(b.ResourceLink.Uri) + "]\n")
 		case b.Resource != nil:
@@ -257,20 +225,6 @@ func decodeImage(n int, mime, b64 string) ([]byte, error) {
 		return nil, rpcError(codeInvalidParams, "block %d: image data is %s, not %s", n, got, mime)
 	}
 	return data, nil
-}
-
-// expandCommand turns a leading slash command into its prompt. Unknown
-// commands pass through as text.
-func expandCommand(t string) string {
-	trimmed := strings.TrimLeft(t, " \t\r\n")
-	rest, ok := strings.CutPrefix(trimmed, "/init")
-	if !ok || (rest != "" && !strings.ContainsAny(rest[:1], " \t\r\n")) {
-		return t
-	}
-	if focus := strings.TrimSpace(rest); focus != "" {
-		return initPrompt + "\n\nThe user asks you to focus on: " + focus
-	}
-	return initPrompt
 }
 
 func jsonString(s string) string {

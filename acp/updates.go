@@ -122,7 +122,7 @@ func (p *projector) replay(ctx context.Context) error {
 		if p.lastUsage != nil {
 			p.a.out.put(st.id, *p.lastUsage)
 		}
-		p.a.out.put(st.id, availableCommands())
+		p.a.out.put(st.id, availableCommands(st.s))
 		if n := p.a.sandboxNotice(); n != nil {
 			p.a.out.put(st.id, *n)
 		}

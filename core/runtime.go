@@ -117,6 +117,9 @@ type Runtime struct {
 	subs  []*Subscription
 
 	onClose []func(sessionID string)
+
+	// commands are the slash commands every door offers (commands.go).
+	commands *Commands
 }
 
 type creation struct {
@@ -173,6 +176,7 @@ func New(cfg Config) (*Runtime, error) {
 		creating:  map[string]*creation{},
 		providers: map[string]model.Provider{},
 		rules:     map[string]*permission.Rules{},
+		commands:  builtinCommands(),
 	}
 	r.setTools(cfg.Tools)
 	return r, nil
