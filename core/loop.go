@@ -246,6 +246,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 
 	var resp *model.Response
 	overflows := 0
+	markupRetried := false // a reply's unparsable call markup is corrected once
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
@@ -255,6 +256,9 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		resp, err = prov.Stream(ctx, req, chunks.delta)
 		if err == nil {
 			err = emptyReply(resp) // retried like any retryable failure
+		}
+		if err == nil {
+			err = recoverTextCalls(resp)
 		}
 		if err == nil {
 			break
@@ -272,9 +276,14 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			att.Usage = failed.Usage
 		}
 		var me *model.Error
-		retry := ctx.Err() == nil && errors.As(err, &me) && me.Retryable() && attempt < maxRetries
+		var mk *markupError
+		markup := errors.As(err, &mk) && !markupRetried
+		retry := ctx.Err() == nil && (markup || errors.As(err, &me) && me.Retryable() && attempt < maxRetries)
 		var wait time.Duration
-		if retry {
+		if markup {
+			markupRetried, req = true, mk.retryRequest(req)
+			att.RetryInMs = new(int64)
+		} else if retry {
 			wait = s.rt.cfg.Backoff(attempt, me.RetryAfter)
 			ms := wait.Milliseconds()
 			att.RetryInMs = &ms
@@ -346,7 +355,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	// them would leave calls that repair answers but no tool/call names.
 	evs, payloads := []event.Event{amEv}, []any{am}
 	for _, c := range calls {
-		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments, FromText: c.FromText}
 		if t, repaired := s.resolveTool(c.Name); repaired {
 			tc.RepairedName = t.Name()
 		}

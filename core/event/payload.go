@@ -274,6 +274,9 @@ type ToolCall struct {
 	// RepairedName is the tool that ran when Name differed from it only by
 	// case or '-'/'_' (the model wrote "Read" for read).
 	RepairedName string `json:"repairedName,omitempty"`
+	// FromText: the model wrote this call as markup in its reply's text
+	// (DeepSeek's chat-template tool-call or DSML form); dsh recovered it.
+	FromText bool `json:"fromText,omitempty"`
 }
 
 // ToolErrorInfo names a tool failure class.

@@ -54,6 +54,9 @@ const (
 	KindSummary = "summary" // a compaction's summary
 	KindNote    = "note"    // says that older messages were dropped to fit the window
 	KindWork    = "work"    // the current turn's last tool round, kept by a compaction
+	// KindRetry marks the messages only a retried request carries (the
+	// reply being corrected and the correction); they are never committed.
+	KindRetry = "retry"
 )
 
 // Image is image input for a user message.
@@ -67,6 +70,9 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+	// FromText marks a call recovered from markup the model wrote in its
+	// reply's text (ParseTextCalls), not sent as a tool call.
+	FromText bool
 }
 
 // ToolSpec describes a tool to the model. Parameters is a JSON Schema kept

@@ -437,6 +437,8 @@ func stepsSoFar(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
 		switch {
+		case m.Kind == KindRetry:
+			// A retry's extra messages: the retry plays the same step.
 		case m.Role == "assistant":
 			n++
 		case m.Kind == KindNote:
