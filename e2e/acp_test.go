@@ -117,7 +117,15 @@ func needAcpx(t *testing.T) string {
 			acpxErr = fmt.Errorf("acpx %q is not installed in %s (found %q): run ./scripts/test-deps.sh", want, dir, got)
 			return
 		}
-		acpxCLI = filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
+		cli := filepath.Join(dir, "node_modules", "acpx", "dist", "cli.js")
+		// acpx declares node >= 22.13; it runs on 20 too. Whether it runs
+		// on this node is asked of it, once, rather than failing in a test.
+		out, err := exec.Command("node", cli, "--version").CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != acpxPinned(dir) {
+			acpxErr = fmt.Errorf("acpx %s does not run on this node (%v: %q): install Node 22.13 or newer", acpxPinned(dir), err, got)
+			return
+		}
+		acpxCLI = cli
 	})
 	if acpxErr != nil {
 		if os.Getenv("CI") == "true" {
