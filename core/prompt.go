@@ -41,8 +41,9 @@ const usingTools = `# Using tools
 var toolNotes = map[string]string{
 	"bash": "`bash` runs a command non-interactively, with no terminal and empty stdin, in a fresh shell each time " +
 		"(pass `workdir` instead of `cd`). Use it for builds, tests, git and other programs, not to read, search or " +
-		"edit files. Never run a command that waits for input; one that does not end by itself (a server, a " +
-		"watcher) goes in the background with `run_in_background`.",
+		"edit files. Never run a command that waits for input: there is no editor, pager or prompt (an editor " +
+		"fails at once), so pass what a person would type, such as `git commit -m`, `--no-edit`, `--yes`. One that " +
+		"does not end by itself (a server, a watcher) goes in the background with `run_in_background`.",
 	"edit": "`edit` replaces an exact piece of text in a file. Copy `old_string` from what `read` showed, without " +
 		"the line-number prefix, with enough surrounding lines to make it unique. Prefer it to `write` for changes " +
 		"to existing files.",

@@ -144,7 +144,7 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		CallID:      env.CallID,
 		Command:     pl.args.Command,
 		Workdir:     pl.workdir,
-		Env:         append(ScrubEnv(os.Environ()), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"),
+		Env:         NonInteractive(ScrubEnv(os.Environ())),
 		Timeout:     pl.timeout,
 		OutputLimit: bashOutputLimit,
 		Scope:       commandScope(env),

@@ -284,3 +284,27 @@ func TestHeadTail(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestBashNonInteractive: a command that would open an editor, a pager or a
+// prompt fails or prints at once instead of waiting for the timeout, even
+// when the user's own EDITOR would wait; background jobs get the same.
+func TestBashNonInteractive(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("git not installed")
+	}
+	te := newTestEnv(t)
+	withJobs(t, te)
+	t.Setenv("EDITOR", "sleep 100")
+	t.Setenv("GIT_EDITOR", "sleep 100")
+	t.Setenv("VISUAL", "sleep 100")
+	start := time.Now()
+	r := call(t, tBash, te.Env, obj{"description": "commit", "timeout_ms": 20_000, "command": "git init -q . && " +
+		"git -c user.name=t -c user.email=t@x -c commit.gpgsign=false commit -q --allow-empty; echo \"EDITOR=$EDITOR VISUAL=$VISUAL\""})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("git commit waited %s", took)
+	}
+	contains(t, text(r), "problem with the editor", "EDITOR=false VISUAL=false")
+	r = call(t, tBash, te.Env, obj{"description": "env", "run_in_background": true,
+		"command": "echo \"$GIT_EDITOR $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT\""})
+	contains(t, text(r), "false cat cat 0")
+}

@@ -132,7 +132,7 @@ func (e localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Process, proc.Ladder, error) {
 	env := req.Env
 	if env == nil {
-		env = ScrubEnv(os.Environ())
+		env = NonInteractive(ScrubEnv(os.Environ()))
 	}
 	argv := []string{"/bin/bash", "-c", req.Command}
 	ladder := proc.Ladder{Term: killGrace, Kill: killGrace}
