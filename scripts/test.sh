@@ -44,7 +44,7 @@ step "go.mod and go.sum are tidy"
 go mod tidy -diff
 
 step "tests (-race)"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 25m ./...
 
 if [ "${FUZZTIME:-5s}" != 0 ]; then
   step "fuzz targets, briefly (FUZZTIME=${FUZZTIME:-5s} each)"
