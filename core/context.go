@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
+	"github.com/dsh-dev/dsh/core/safegit"
 )
 
 // The context message tells the model about its world: OS, shell, date,
@@ -106,10 +106,9 @@ func gitRoot(cwd string) string {
 func gitState(ctx context.Context, cwd, root string) (branch, status string) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", cwd, "status", "--porcelain=v1", "--branch")
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	// The model may have planted programs in the repository's config
+	// (core.fsmonitor, filters): safegit keeps git from running them.
+	out, err := safegit.Repo{Dir: cwd}.Output(ctx, "status", "--porcelain=v1", "--branch", "--ignore-submodules=all")
 	if err != nil {
 		return headBranch(root), "unknown (git status failed)"
 	}
