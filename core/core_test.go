@@ -350,8 +350,8 @@ func TestLoopDetectionAndStepCap(t *testing.T) {
 	if res.Reason.Kind != event.ReasonBlocked || !strings.Contains(res.Reason.Detail, "loop") {
 		t.Fatalf("reason %+v", res.Reason)
 	}
-	if n := len(h.prov.requests()); n != loopRepeats {
-		t.Fatalf("stopped after %d steps, want %d", n, loopRepeats)
+	if n := len(h.prov.requests()); n != DefaultLoopStopAt {
+		t.Fatalf("stopped after %d steps, want %d", n, DefaultLoopStopAt)
 	}
 
 	h2 := newHarness(t)

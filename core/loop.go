@@ -116,7 +116,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		}
 	}
 
-	var loop loopDetector
+	loop := loopDetector{warnAt: s.rt.cfg.LoopWarnAt, stopAt: s.rt.cfg.LoopStopAt}
 	var end *turnEnd
 	for step := 1; ; step++ {
 		if step > 1 {

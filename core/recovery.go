@@ -20,15 +20,16 @@ import (
 
 // Thresholds of the loop checks (README "Recovery").
 const (
-	// loopWindow is how many recent steps the repeat check looks at.
-	loopWindow = 20
-	// loopRepeats stops a turn when one call (same tool, same arguments)
-	// returned the same result in this many of the last loopWindow steps.
-	// Identical calls inside one step count once: a parallel batch of
-	// duplicates is wasteful, not a loop. A warning goes with the result
-	// one repeat earlier. A window of 20 also catches cycles of up to
-	// four different calls (A, B, C, A, B, C, …).
-	loopRepeats = 5
+	// DefaultLoopWarnAt and DefaultLoopStopAt are the repeat check's
+	// thresholds (the loopWarnAt and loopStopAt settings): the same call
+	// (same tool, same arguments) returning the same result in that many
+	// steps back to back warns the model, then stops the turn. Only an
+	// unbroken run counts: any other call, or a changed result, starts
+	// over, so "edit, then the same build" again and again is work, not a
+	// loop. Identical calls inside one step count once: a parallel batch
+	// of duplicates is wasteful, not a loop.
+	DefaultLoopWarnAt = 4
+	DefaultLoopStopAt = 6
 	// failStreak stops a turn when one tool failed the same way (the same
 	// first line of its error, digits folded, whatever the arguments) in
 	// this many consecutive steps that used it; warned one failure
@@ -155,10 +156,14 @@ var pollingTools = map[string]bool{"job_output": true, "job_list": true}
 // loopDetector is the turn's memory for the loop checks and the one-time
 // recoveries.
 type loopDetector struct {
-	step  int
-	steps []map[string]bool // signatures seen per step, the last loopWindow
-	cur   map[string]bool   // signatures of the current step
-	// warned holds the signatures and failure keys already warned about.
+	warnAt, stopAt int // repeat thresholds (Config.LoopWarnAt, LoopStopAt)
+	step           int
+	// The current run of one signature: its steps back to back, and the
+	// step that last counted (a parallel duplicate counts once).
+	runSig  string
+	runN    int
+	runStep int
+	// warned holds the failure keys already warned about.
 	warned  map[string]bool
 	streaks map[string]*streak // by tool name
 	stop    string             // why the turn must stop, once decided
@@ -174,34 +179,38 @@ type streak struct {
 }
 
 // observe accounts one call's outcome before it is recorded, appending a
-// warning to the result when the next repeat would stop the turn.
+// warning to the result at the warnAt-th repeat.
 func (l *loopDetector) observe(name string, c model.ToolCall, o *outcome) {
-	if l.cur == nil {
-		l.cur = map[string]bool{}
+	if l.warned == nil {
 		l.warned = map[string]bool{}
 		l.streaks = map[string]*streak{}
 	}
-	sig := signature(c, *o)
-	if !l.cur[sig] && !pollingTools[name] {
-		l.cur[sig] = true
-		n := 1
-		for _, st := range l.steps {
-			if st[sig] {
-				n++
-			}
-		}
-		if n >= loopRepeats-1 {
-			if l.warned[sig] && n >= loopRepeats && l.stop == "" {
-				l.stop = fmt.Sprintf("loop: the same %s call returned the same result in %d of the last %d steps", name, n, min(len(l.steps)+1, loopWindow))
-			} else if !l.warned[sig] {
-				l.warned[sig] = true
-				o.res.Content = append(o.res.Content, event.Text(fmt.Sprintf("\n\n[dsh loop check: this exact call "+
-					"has now returned this exact result in %d of your recent steps; repeating it will not change it. "+
-					"Change your approach. If the same call returns the same result again, the turn will be stopped.]", n)))
-			}
-		}
-	}
+	l.repeat(name, signature(c, *o), o)
 	l.streak(name, o)
+}
+
+// repeat counts the back-to-back run of one call and result.
+func (l *loopDetector) repeat(name, sig string, o *outcome) {
+	switch {
+	case pollingTools[name]:
+		l.runSig, l.runN = "", 0 // another call: the run is broken
+		return
+	case sig != l.runSig:
+		l.runSig, l.runN, l.runStep = sig, 1, l.step
+		return
+	case l.runStep == l.step:
+		return // a duplicate in the same parallel batch
+	}
+	l.runN++
+	l.runStep = l.step
+	switch {
+	case l.runN >= l.stopAt && l.stop == "":
+		l.stop = fmt.Sprintf("loop: the same %s call returned the same result %d times in a row", name, l.runN)
+	case l.runN == l.warnAt:
+		o.res.Content = append(o.res.Content, event.Text(fmt.Sprintf("\n\n[dsh loop check: this exact call has now "+
+			"returned this exact result %d times in a row; repeating it will not change it. Change your approach. "+
+			"If it is repeated unchanged %d more times, the turn will be stopped.]", l.runN, l.stopAt-l.runN)))
+	}
 }
 
 // streak counts one tool's consecutive identical failures.
@@ -264,13 +273,6 @@ func failureLine(r tool.Result) string {
 // endStep closes the step's accounting and says why the turn must stop,
 // or "".
 func (l *loopDetector) endStep() string {
-	if l.cur != nil {
-		l.steps = append(l.steps, l.cur)
-		if len(l.steps) > loopWindow-1 {
-			l.steps = l.steps[len(l.steps)-(loopWindow-1):]
-		}
-		l.cur = map[string]bool{}
-	}
 	l.step++
 	return l.stop
 }

@@ -47,6 +47,11 @@ type Config struct {
 	Tools []tool.Tool
 	// StepCap bounds the steps of one turn (default 200).
 	StepCap int
+	// LoopWarnAt and LoopStopAt are the repeat check's thresholds: the
+	// same call returning the same result this many steps back to back
+	// warns the model, then ends the turn blocked (defaults 4 and 6;
+	// LoopWarnAt must be below LoopStopAt).
+	LoopWarnAt, LoopStopAt int
 	// MaxDepth caps the delegation depth of subagent sessions (default 3).
 	MaxDepth int
 	// BaseDepth is the delegation depth of sessions created without a
@@ -138,6 +143,15 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.StepCap <= 0 {
 		cfg.StepCap = 200
+	}
+	if cfg.LoopWarnAt <= 0 {
+		cfg.LoopWarnAt = DefaultLoopWarnAt
+	}
+	if cfg.LoopStopAt <= 0 {
+		cfg.LoopStopAt = max(DefaultLoopStopAt, cfg.LoopWarnAt+1)
+	}
+	if cfg.LoopWarnAt >= cfg.LoopStopAt {
+		return nil, fmt.Errorf("core: loopWarnAt %d must be below loopStopAt %d", cfg.LoopWarnAt, cfg.LoopStopAt)
 	}
 	if cfg.MaxDepth <= 0 {
 		cfg.MaxDepth = 3

@@ -28,6 +28,7 @@ type scenario struct {
 	told map[int][]string
 	// requests is the number of model calls the turn makes (0: unchecked).
 	requests int
+	stepCap  int // 0: the default
 	check    func(t *testing.T, sc *scenarioRun)
 }
 
@@ -67,6 +68,7 @@ func runScenario(t *testing.T, sc scenario) *scenarioRun {
 	rt := h.runtimeWith(func(cfg *Config) {
 		cfg.NewProvider = func(string) (model.Provider, error) { return prov, nil }
 		cfg.Defaults = event.Config{Provider: "scripted", Model: "deepseek-flash"}
+		cfg.StepCap = sc.stepCap
 	})
 	s, err := rt.Create(context.Background(), SessionOptions{Cwd: h.cwd})
 	if err != nil {
@@ -211,23 +213,47 @@ func TestScenarios(t *testing.T) {
 		reason: event.ReasonCompleted,
 		told:   map[int][]string{0: {`unknown tool "search_files"; the call was not run. The tools are: bash, edit, glob, grep, `, "read", "write."}},
 	}, {
-		name: "a three-step loop is warned, then stopped",
-		script: model.Script{Repeat: model.RepeatCycle, Steps: []model.ScriptStep{
-			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "a*"})}},
+		name: "the same call with the same result back to back is warned at the 4th, stopped at the 6th",
+		script: model.Script{Repeat: model.RepeatLast, Steps: []model.ScriptStep{
 			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "b*"})}},
-			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "c*"})}},
+			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "a*"})}},
 		}},
-		// a* runs in steps 1, 4, 7, 10, 13: warned at its 4th, stopped at its 5th.
-		reason: event.ReasonBlocked, detail: "loop: the same glob call returned the same result in 5 of the last 13 steps",
-		requests: 13,
-		told:     map[int][]string{9: {"[dsh loop check: this exact call has now returned this exact result in 4 of your recent steps"}},
+		reason: event.ReasonBlocked, detail: "loop: the same glob call returned the same result 6 times in a row",
+		requests: 7,
+		told:     map[int][]string{4: {"[dsh loop check: this exact call has now returned this exact result 4 times in a row", "2 more times"}},
 		check: func(t *testing.T, r *scenarioRun) {
-			for i, res := range r.results[:9] {
-				if strings.Contains(res, "loop check") {
-					t.Fatalf("result %d warned too early", i)
+			for i, res := range r.results {
+				if strings.Contains(res, "loop check") != (i == 4) {
+					t.Fatalf("result %d: %s", i, res)
 				}
 			}
 		},
+	}, {
+		name: "edit, then the same build, five times over is work, not a loop",
+		script: func() model.Script {
+			var st []model.ScriptStep
+			for i := range 5 {
+				st = append(st,
+					model.ScriptStep{ToolCalls: []model.ScriptToolCall{call("write", map[string]string{"file_path": "f.txt", "content": fmt.Sprint(i)})}},
+					model.ScriptStep{ToolCalls: []model.ScriptToolCall{call("bash", map[string]string{"command": "echo build failed", "description": "build"})}})
+			}
+			return steps(append(st, model.ScriptStep{Text: "fixed"})...)
+		}(),
+		reason: event.ReasonCompleted, requests: 11,
+		check: func(t *testing.T, r *scenarioRun) {
+			for i, res := range r.results {
+				if strings.Contains(res, "loop check") {
+					t.Fatalf("result %d warned: %s", i, res)
+				}
+			}
+		},
+	}, {
+		name: "a cycle of different calls is not a repeat (the step cap bounds it)",
+		script: model.Script{Repeat: model.RepeatCycle, Steps: []model.ScriptStep{
+			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "a*"})}},
+			{ToolCalls: []model.ScriptToolCall{call("glob", map[string]string{"pattern": "b*"})}},
+		}},
+		reason: event.ReasonBlocked, detail: "step cap", requests: 30, stepCap: 30,
 	}, {
 		name: "a streak of the same failure is warned, then stopped",
 		script: steps(
@@ -258,13 +284,13 @@ func TestScenarios(t *testing.T) {
 		script: func() model.Script {
 			st := []model.ScriptStep{{ToolCalls: []model.ScriptToolCall{call("bash",
 				map[string]any{"command": "sleep 30", "description": "wait", "run_in_background": true})}}}
-			for range loopRepeats + 1 {
+			for range DefaultLoopStopAt + 1 {
 				st = append(st, model.ScriptStep{ToolCalls: []model.ScriptToolCall{call("job_output", map[string]string{"job_id": "job-1"})}})
 			}
 			return steps(append(st, model.ScriptStep{Text: "still building"})...)
 		}(),
-		reason: event.ReasonCompleted, requests: loopRepeats + 3,
-		told: map[int][]string{loopRepeats + 1: {"(no new output)"}},
+		reason: event.ReasonCompleted, requests: DefaultLoopStopAt + 3,
+		told: map[int][]string{DefaultLoopStopAt + 1: {"(no new output)"}},
 		check: func(t *testing.T, r *scenarioRun) {
 			for i, res := range r.results {
 				if strings.Contains(res, "loop check") {

@@ -34,6 +34,10 @@ type fileConfig struct {
 	// MCPRestarts is how often a server that dies is restarted within
 	// 5 minutes (0: never).
 	MCPRestarts *int `json:"mcpRestarts"`
+	// LoopWarnAt and LoopStopAt are the repeat check's thresholds: the
+	// same call and result this many steps back to back warns, then stops.
+	LoopWarnAt *int `json:"loopWarnAt"`
+	LoopStopAt *int `json:"loopStopAt"`
 	// Prices, per model and million tokens, give ACP usage updates a cost.
 	Prices json.RawMessage `json:"prices"`
 	// Sandbox is auto | required | off; SandboxNetwork false turns the

@@ -147,6 +147,7 @@ func settingRows(s Settings) [][3]string {
 		"subagents":            "not configured",
 		"prices":               "not configured",
 	}
+	s.Agent.rows(values)
 	if len(s.SandboxHidePaths) > 0 {
 		values["sandboxHidePaths"] = strings.Join(s.SandboxHidePaths, ", ")
 	}

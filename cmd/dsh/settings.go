@@ -48,6 +48,8 @@ type Settings struct {
 	// 5 minutes (mcpRestarts, DSH_MCP_RESTARTS; default 3, 0 never).
 	MCPRestarts int
 	LogLevel    slog.Level
+	// Agent holds the agent loop's own limits (agentsettings.go).
+	Agent agentLimits
 	// Depth is the delegation depth of this process's sessions: a dsh
 	// started by another dsh's subagent gateway gets its parent's depth+1
 	// in DSH_DELEGATION_DEPTH.
@@ -367,6 +369,9 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 	}
 	if s.MCPRestarts < 0 {
 		return fmt.Errorf("mcpRestarts must be 0 or more, got %d from %s", s.MCPRestarts, s.Sources["mcpRestarts"])
+	}
+	if s.Agent, err = resolveAgentLimits(r, fc); err != nil {
+		return err
 	}
 	if v := os.Getenv("DSH_DELEGATION_DEPTH"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -225,3 +225,18 @@ func TestMCPRestartsSetting(t *testing.T) {
 		t.Errorf("0 must mean never to core (negative), got %d", mcpRestarts(0))
 	}
 }
+
+// The loop thresholds: defaults 4 and 6, from the config file or the
+// environment; a warning at or past the stop is refused, naming both.
+func TestLoopThresholdSettings(t *testing.T) {
+	if got := configShown(t, nil, nil)["loopStopAt"]; got["value"] != "6" || got["source"] != "default" {
+		t.Errorf("default loopStopAt = %v", got)
+	}
+	if got := configShown(t, map[string]any{"loopWarnAt": 3}, nil)["loopWarnAt"]; got["value"] != "3" || got["source"] != "config file" {
+		t.Errorf("config file loopWarnAt = %v", got)
+	}
+	code, _, stderr := runConfig(t, map[string]any{"loopWarnAt": 6}, map[string]string{"DSH_LOOP_STOP_AT": "5"})
+	if code == 0 || !strings.Contains(stderr, "loopWarnAt (6, from config file) must be at least 1 and below loopStopAt (5, from environment DSH_LOOP_STOP_AT)") {
+		t.Errorf("bad thresholds: exit %d, %s", code, stderr)
+	}
+}

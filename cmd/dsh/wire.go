@@ -123,6 +123,8 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		PermissionMode: permission.Mode(s.PermissionMode),
 		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}}), sb),
 		StepCap:        s.StepCap,
+		LoopWarnAt:     s.Agent.LoopWarnAt,
+		LoopStopAt:     s.Agent.LoopStopAt,
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
 		UserInstructions: userInstructions(),

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/dsh-dev/dsh/core"
+)
+
+// agentLimits are the settings of the agent loop's own checks: the repeat
+// check's thresholds (loopWarnAt, loopStopAt).
+type agentLimits struct {
+	LoopWarnAt, LoopStopAt int
+}
+
+// resolveAgentLimits picks the loop settings from the environment, the
+// config file or the defaults, and checks them together.
+func resolveAgentLimits(r *resolver, fc fileConfig) (agentLimits, error) {
+	var a agentLimits
+	var err error
+	if a.LoopWarnAt, err = r.pickInt("loopWarnAt", fromEnv("DSH_LOOP_WARN_AT"), fromFile(optInt(fc.LoopWarnAt)),
+		byDefault(strconv.Itoa(core.DefaultLoopWarnAt))); err != nil {
+		return a, err
+	}
+	if a.LoopStopAt, err = r.pickInt("loopStopAt", fromEnv("DSH_LOOP_STOP_AT"), fromFile(optInt(fc.LoopStopAt)),
+		byDefault(strconv.Itoa(core.DefaultLoopStopAt))); err != nil {
+		return a, err
+	}
+	if a.LoopWarnAt < 1 || a.LoopStopAt <= a.LoopWarnAt {
+		return a, fmt.Errorf("loop thresholds: loopWarnAt (%d, from %s) must be at least 1 and below loopStopAt (%d, from %s)",
+			a.LoopWarnAt, r.sources["loopWarnAt"], a.LoopStopAt, r.sources["loopStopAt"])
+	}
+	return a, nil
+}
+
+// rows are the settings as dsh info shows them.
+func (a agentLimits) rows(values map[string]string) {
+	values["loopWarnAt"] = strconv.Itoa(a.LoopWarnAt)
+	values["loopStopAt"] = strconv.Itoa(a.LoopStopAt)
+}
