@@ -12,6 +12,7 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 	go.uber.org/goleak v1.3.0
 	golang.org/x/image v0.48.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
