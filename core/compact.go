@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/ext"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 )
@@ -184,6 +185,13 @@ func isRecorded(err error) bool {
 // history as it was; the error is then a *recordedErr. Any other error is a
 // failure to record.
 func (s *Session) compact(ctx context.Context, j compactJob) (*Compaction, error) {
+	if len(s.ext.hooks) > 0 {
+		o := s.runHooks(ctx, ext.PreCompact, hookTarget{match: j.trigger, fields: map[string]any{"trigger": j.trigger, "custom_instructions": j.focus}})
+		if o.Block && j.trigger == event.CompactManual {
+			return nil, fmt.Errorf("compaction %w: %s", ErrHookBlocked, o.Reason)
+		}
+		// An automatic compaction is not refused: the context must fit.
+	}
 	req, err := s.request(j.cfg, j.prov.Caps(j.cfg.Model))
 	if err != nil {
 		return nil, err

@@ -118,6 +118,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 
 	loop := loopDetector{warnAt: s.rt.cfg.LoopWarnAt, stopAt: s.rt.cfg.LoopStopAt}
 	var end *turnEnd
+	stopBlocks := 0
 	for step := 1; ; step++ {
 		if step > 1 {
 			if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: step}); err != nil {
@@ -135,6 +136,16 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		if end == nil && step >= s.rt.cfg.StepCap {
 			end = &turnEnd{event.TurnEndReason{Kind: event.ReasonBlocked,
 				Detail: fmt.Sprintf("step cap: the turn used its %d steps", s.rt.cfg.StepCap)}}
+		}
+		if end != nil && end.reason.Kind == event.ReasonCompleted && step < s.rt.cfg.StepCap {
+			again, err := s.stopHooks(ctx, turn, &stopBlocks)
+			if err != nil {
+				return fail(err)
+			}
+			if again {
+				end = nil
+				continue
+			}
 		}
 		if end != nil {
 			break
@@ -175,7 +186,7 @@ func (s *Session) request(cfg event.Config, caps model.Caps) (*model.Request, er
 		// The recorded prompt is kept unless the model changed: a resumed
 		// session sends the bytes it always sent, even under a newer dsh.
 		if !seen || last.Model != cfg.Model {
-			system = s.rt.systemPrompt(cfg, s.header.Cwd, s.isChild())
+			system = s.systemPrompt(cfg)
 		}
 		h := event.RequestHeader{Reason: "initial"}
 		if seen {
@@ -528,6 +539,14 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 	if p.t.Kind() != tool.KindExecute && !acc.SessionOwned {
 		p.paths = acc.Paths
 	}
+	if reason, blocked := s.preToolHooks(ctx, p.t.Name(), c.ID, p.args); blocked {
+		if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: p.t.Name(),
+			Decision: "deny", By: "hook", Detail: reason})); err != nil {
+			s.rt.log.Warn("permission decision not recorded", "session", s.id, "err", err)
+		}
+		p.out = &outcome{res: tool.ErrorResult("refused by a PreToolUse hook: " + reason), code: event.ToolPermissionDenied}
+		return p
+	}
 	var d permission.Decision
 	if acc.SessionOwned && !acc.Write {
 		// Reading the session's own spill files needs nobody's leave.
@@ -571,8 +590,14 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 	env := s.toolEnv(turn, p.call.ID, caps)
 	// One output budget for every tool: a result that overflows it is
 	// spilled whole and cut on lines, once, here.
+	start := time.Now()
 	res := tool.FitResult(env, p.t.Run(ctx, p.args, env))
 	o = outcome{res: res}
+	if !res.IsError && ctx.Err() == nil {
+		if note := s.postToolHooks(ctx, p.t.Name(), p.call.ID, p.args, res, time.Since(start)); note != "" {
+			o.res.Content = append(o.res.Content, event.Text("\n<hook-context>\n"+note+"\n</hook-context>"))
+		}
+	}
 	if ctx.Err() != nil {
 		o.code = event.ToolAborted
 		o.res.IsError = true

@@ -106,6 +106,20 @@ func (r *Runtime) systemPrompt(cfg event.Config, cwd string, child bool) string 
 	return b.String()
 }
 
+// systemPrompt is the runtime's prompt for this session plus what its
+// extension files add: the skill catalog and, for a typed subagent, its
+// type's instructions.
+func (s *Session) systemPrompt(cfg event.Config) string {
+	p := s.rt.systemPrompt(cfg, s.header.Cwd, s.isChild())
+	if sec := skillsSection(s.ext.skills); sec != "" {
+		p += "\n\n" + sec
+	}
+	if a := s.ext.agent; a != nil && a.Prompt != "" {
+		p += "\n\n# Your role: " + a.Name + "\n" + a.Prompt
+	}
+	return p
+}
+
 // titleOf derives a session title from the first prompt.
 func titleOf(content []event.ContentBlock) string {
 	t := strings.TrimSpace(event.JoinText(content))

@@ -97,6 +97,9 @@ type Config struct {
 	MCPStartTimeout time.Duration
 	// Version is dsh's version, told to MCP servers.
 	Version string
+	// Extensions say where extension files are read and which
+	// projects' hooks run (see Extensions).
+	Extensions Extensions
 }
 
 // Runtime owns the live sessions of one process.
@@ -117,6 +120,8 @@ type Runtime struct {
 	providers map[string]model.Provider
 	rules     map[string]*permission.Rules
 	closed    bool
+	// warned are the warnings already logged (warnOnce).
+	warned map[string]bool
 
 	subMu sync.Mutex
 	subs  []*Subscription
@@ -266,6 +271,10 @@ type SessionOptions struct {
 	// They are recorded for a new session; a resumed one keeps the set
 	// its log records (Session.SetAdditionalDirs replaces it).
 	AdditionalDirs []string
+	// AgentType is the agent file (.dsh/agents, .claude/agents) a
+	// subagent child runs as: its tools are limited to the type's and its
+	// system prompt gains the type's instructions.
+	AgentType string
 }
 
 // NewSessionID mints a fresh session id.

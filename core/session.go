@@ -88,6 +88,11 @@ type Session struct {
 	mcpMu      sync.Mutex
 	mcpLive    bool
 	mcpPending []mcp.Status
+
+	// ext is what the session read of its extension files when it
+	// opened; started says its SessionStart hooks have run.
+	ext     extState
+	started bool
 }
 
 // Ticket follows one queued prompt to the end of the turn that took it.
@@ -167,6 +172,9 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		if err := s.SetAdditionalDirs(opts.AdditionalDirs); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.loadExtensions(opts.AgentType); err != nil {
+		return nil, err
 	}
 	s.startMCP(opts)
 	return s, nil
@@ -474,6 +482,10 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 	}
 	if len(content) == 0 {
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadInput)
+	}
+	content, err := s.promptHooks(ctx, content)
+	if err != nil {
+		return nil, err
 	}
 	t := &Ticket{MessageID: uuid.NewString(), done: make(chan struct{})}
 	t.msg = event.Message{ID: t.MessageID, Role: "user", Content: content, Source: event.Source{Kind: "user"}}

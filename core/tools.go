@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,19 +76,28 @@ func (r *Runtime) baseTools() *toolset {
 }
 
 // sessionTools builds a session's tool list: the runtime's, plus the
-// tools of its MCP servers that are ready now.
+// tools of its MCP servers that are ready now, plus the skill tool when
+// the session has skills; a typed subagent keeps only its type's tools.
 func (s *Session) sessionTools() *toolset {
 	base := s.rt.baseTools()
-	if s.mcp == nil {
-		return base
+	var mt []tool.Tool
+	var v uint64
+	if s.mcp != nil {
+		mt, v = s.mcp.Tools()
 	}
-	mt, v := s.mcp.Tools()
-	if len(mt) == 0 {
+	if len(s.ext.skills) > 0 {
+		mt = append(mt, skillTool{skills: s.ext.skills})
+	}
+	if len(mt) == 0 && (s.ext.agent == nil || s.ext.agent.Tools == nil) {
 		ts := *base
 		ts.base, ts.mcpVersion = base, v
 		return &ts
 	}
-	ts := newToolset(append(append([]tool.Tool(nil), base.tools...), mt...))
+	all := append(append([]tool.Tool(nil), base.tools...), mt...)
+	if a := s.ext.agent; a != nil && a.Tools != nil {
+		all = slices.DeleteFunc(all, func(t tool.Tool) bool { return !slices.Contains(a.Tools, t.Name()) })
+	}
+	ts := newToolset(all)
 	ts.base, ts.mcpVersion = base, v
 	return ts
 }

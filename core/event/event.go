@@ -62,6 +62,9 @@ const (
 	TypeCompactionFailed     = "compaction/failed"
 	TypeCompactionTrim       = "compaction/trim"
 	TypeMCPServer            = "mcp/server"
+	// TypeHookRun records one run of a hook (core/ext): what it decided,
+	// or how it failed.
+	TypeHookRun = "hook/run"
 )
 
 // known lists every type this package can decode. A log containing another
@@ -76,7 +79,7 @@ var known = map[string]bool{
 	TypeAssistantChunk:  true,
 	TypeEnvironment:     true,
 	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
-	TypeMCPServer: true, TypeSubagentProgress: true,
+	TypeMCPServer: true, TypeSubagentProgress: true, TypeHookRun: true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -112,7 +115,7 @@ func New(typ string, data any) Event {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
 	case TypeSubagentStart, TypeSubagentEnd, TypeSubagentProgress, TypePermissionDecision, TypeConfigChange, TypeSessionDirs, TypeEnvironment,
-		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer:
+		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer, TypeHookRun:
 		ev.Ignorable = true
 	}
 	return ev

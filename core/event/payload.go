@@ -579,6 +579,28 @@ type MCPServer struct {
 	Restarts  int    `json:"restarts,omitempty"`
 }
 
+// HookRun is the payload of hook/run: one hook command run on an event.
+type HookRun struct {
+	Event string `json:"event"` // PreToolUse, PostToolUse, UserPromptSubmit, Stop, SessionStart, PreCompact
+	// CallID is the tool call of a tool event.
+	CallID  string `json:"callId,omitempty"`
+	Command string `json:"command"`
+	Source  string `json:"source"` // the file it came from
+	// Outcome is ok, blocked or failed; Message says why (the reason of a
+	// block, or what failed: an exit code, a timeout, cut output).
+	Outcome    string `json:"outcome"`
+	ExitCode   int    `json:"exitCode"`
+	Message    string `json:"message,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+}
+
+// Outcomes of a hook run.
+const (
+	HookOK      = "ok"
+	HookBlocked = "blocked"
+	HookFailed  = "failed"
+)
+
 // ConfigChange is the payload of session/config: a change of model,
 // reasoning effort or permission mode made after the session started.
 type ConfigChange struct {

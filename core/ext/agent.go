@@ -128,3 +128,19 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// claudeCanonical is Claude Code's current name of each dsh tool it has.
+var claudeCanonical = map[string]string{
+	"bash": "Bash", "read": "Read", "write": "Write", "edit": "Edit", "multi_edit": "MultiEdit",
+	"grep": "Grep", "glob": "Glob", "web_fetch": "WebFetch", "web_search": "WebSearch",
+	"todo_write": "TodoWrite", "subagent": "Task", "skill": "Skill",
+}
+
+// ClaudeToolName is Claude Code's name of a dsh tool (what hook scripts
+// written for Claude Code compare tool_name with), or the name itself.
+func ClaudeToolName(n string) string {
+	if c, ok := claudeCanonical[n]; ok {
+		return c
+	}
+	return n
+}

@@ -181,7 +181,9 @@ func TestCatalogBounded(t *testing.T) {
 
 func TestLoadAgents(t *testing.T) {
 	r := fixture(t)
-	known := func(n string) bool { return slices.Contains([]string{"read", "grep", "glob", "bash", "write", "edit"}, n) }
+	known := func(n string) bool {
+		return slices.Contains([]string{"read", "grep", "glob", "bash", "write", "edit"}, n)
+	}
 	as, diags := LoadAgents(r, known)
 	if len(as) != 2 || as[0].Name != "code-reviewer" || as[1].Name != "test-runner" {
 		t.Fatalf("agents %+v diags %v", as, diags)

@@ -197,3 +197,8 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	fmt.Fprintf(&b, "[exit code: %d]", code)
 	return Result{Content: []event.ContentBlock{event.Text(b.String())}, IsError: isErr, Meta: meta}
 }
+
+// CommandScope is the sandbox scope of a command run for env's session
+// (what the bash tool's commands get), for commands the runtime itself
+// runs on the session's behalf: a custom command's !-lines, hooks.
+func CommandScope(env *Env) sandbox.Scope { return commandScope(env) }

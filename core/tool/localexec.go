@@ -130,6 +130,12 @@ func (e localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 // SIGKILL killGrace later; with one, the reaper owns that grace for the
 // whole tree and our SIGKILL is only a backstop.
 func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Process, proc.Ladder, error) {
+	return startShell(req, o, nil, out, out)
+}
+
+// startShell is startBash with the command's stdin (nil: /dev/null) and
+// its stderr apart from its stdout (hooks read both).
+func startShell(req ExecRequest, o LocalExecOptions, stdin io.Reader, stdout, stderr io.Writer) (*proc.Process, proc.Ladder, error) {
 	env := req.Env
 	if env == nil {
 		env = NonInteractive(ScrubEnv(os.Environ()))
@@ -147,7 +153,7 @@ func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Proces
 	for {
 		cfg := proc.Config{
 			Argv: argv, Env: append(env, plan.Env...), Dir: req.Workdir,
-			Stdout: out, Stderr: out, TailLines: -1, // one pipe, output in order
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, TailLines: -1, // one pipe when the same, output in order
 			NewSession:        true,
 			ParentDeathSignal: syscall.SIGTERM, // the reaper ends its tree; bash just goes
 			Cloneflags:        plan.Cloneflags,
