@@ -95,6 +95,18 @@ func (c *Commands) AddSource(src func(*Session) []Command) {
 	c.sources = append(c.sources, src)
 }
 
+// fixedNames are the names of the fixed commands (the built-ins win over
+// a source's command of the same name).
+func (c *Commands) fixedNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.fixed))
+	for i, x := range c.fixed {
+		out[i] = x.Name
+	}
+	return out
+}
+
 // forSession lists the commands of s: the fixed ones in the order they were
 // added, then each source's, sorted by name.
 func (c *Commands) forSession(s *Session) []Command {

@@ -35,10 +35,6 @@ var (
 	ErrUntrusted = errors.New("the project is not trusted")
 )
 
-// BuiltinCommands are the slash commands the doors implement themselves;
-// a command file of the same name is not offered (built-ins win).
-var BuiltinCommands = []string{"compact", "init", "mcp", "permissions"}
-
 // extState is what a session read of its extension files when it opened.
 // Skills and agent types are fixed for the session's life: they are part
 // of its system prompt and tool list, which never move. Commands are
@@ -111,79 +107,54 @@ func (r *Runtime) reportDiagnostics(ds []ext.Diagnostic) {
 	}
 }
 
-// CommandInfo is a custom slash command as a door offers it.
-type CommandInfo struct {
-	Name         string
-	Description  string
-	ArgumentHint string
-	// Source is "project" or "user", and the file.
-	Source string
-	Path   string
-}
-
-// Commands returns the custom commands of the session's project and user,
-// read now (a door calls it at each turn to see changes), sorted by name,
-// without the ones a built-in hides. Unusable files are logged.
-func (s *Session) Commands() []CommandInfo {
+// fileCommands is the command source of the extension folders: the
+// custom commands of the session's project and user, read each time the
+// registry asks (so a changed file shows at the next listing). A file
+// named like a built-in is left out, and the log says so.
+func fileCommands(s *Session) []Command {
 	cs, diags := ext.LoadCommands(s.ext.roots)
 	s.rt.reportDiagnostics(diags)
-	out := make([]CommandInfo, 0, len(cs))
+	fixed := s.rt.commands.fixedNames()
+	out := make([]Command, 0, len(cs))
 	for _, c := range cs {
-		if slices.Contains(BuiltinCommands, c.Name) {
+		switch {
+		case slices.Contains(fixed, c.Name):
 			s.rt.warnOnce("command file not used: /"+c.Name+" is a built-in command", "file", c.Path)
 			continue
+		case !validCommandName(c.Name):
+			s.rt.warnOnce("command file not used: a command name is lower-case letters, digits, - _ : .", "file", c.Path)
+			continue
 		}
-		out = append(out, CommandInfo{Name: c.Name, Description: c.Description, ArgumentHint: c.ArgumentHint,
-			Source: string(c.Scope), Path: c.Path})
+		out = append(out, Command{Name: c.Name, Description: describeFile(c), Hint: c.ArgumentHint,
+			Run: func(ctx context.Context, s *Session, args string) (CommandResult, error) {
+				p, err := s.expandFile(ctx, c, args)
+				return CommandResult{Prompt: p}, err
+			}})
 	}
-	slices.SortFunc(out, func(a, b CommandInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
-// ExpandCommand turns text that starts with "/name" naming a custom
-// command into the command's prompt. ok is false when text is not such a
-// command (a built-in's name, an unknown name, plain text): the door then
-// uses text as it is. A command whose file has !`cmd` lines runs them
-// only in a trusted project, each through the permission gate as a bash
-// call would go, and fails when one is refused or fails.
-func (s *Session) ExpandCommand(ctx context.Context, text string) (string, bool, error) {
-	name, args, ok := splitSlash(text)
-	if !ok || slices.Contains(BuiltinCommands, name) {
-		return text, false, nil
+// describeFile is a command file's description with where it is from.
+func describeFile(c ext.Command) string {
+	d := c.Description
+	if d == "" {
+		d = "custom command"
 	}
-	cs, diags := ext.LoadCommands(s.ext.roots)
-	s.rt.reportDiagnostics(diags)
-	i := slices.IndexFunc(cs, func(c ext.Command) bool { return c.Name == name })
-	if i < 0 {
-		return text, false, nil
-	}
-	c := cs[i]
+	return d + " (" + string(c.Scope) + ")"
+}
+
+// expandFile turns a command file into its prompt. A file with !`cmd`
+// lines runs them only in a trusted project, each through the permission
+// gate as a bash call would go, and fails when one is refused or fails.
+func (s *Session) expandFile(ctx context.Context, c ext.Command, args string) (string, error) {
 	var shell func(string) (string, error)
 	if len(ext.ShellLines(c.Body)) > 0 {
 		if !s.ext.trusted {
-			return "", true, fmt.Errorf("/%s runs shell commands (!-lines in %s): %w; run `dsh trust` in the project to allow them", name, c.Path, ErrUntrusted)
+			return "", fmt.Errorf("/%s runs shell commands (!-lines in %s): %w; run `dsh trust` in the project to allow them", c.Name, c.Path, ErrUntrusted)
 		}
-		shell = func(cmd string) (string, error) { return s.commandShell(ctx, name, cmd) }
+		shell = func(cmd string) (string, error) { return s.commandShell(ctx, c.Name, cmd) }
 	}
-	out, err := c.Expand(args, shell)
-	if err != nil {
-		return "", true, err
-	}
-	return out, true, nil
-}
-
-// splitSlash splits "/name args" (leading blanks allowed).
-func splitSlash(text string) (name, args string, ok bool) {
-	t := strings.TrimLeft(text, " \t\r\n")
-	if !strings.HasPrefix(t, "/") {
-		return "", "", false
-	}
-	t = t[1:]
-	i := strings.IndexAny(t, " \t\r\n")
-	if i < 0 {
-		return t, "", t != ""
-	}
-	return t[:i], t[i+1:], i > 0
+	return c.Expand(args, shell)
 }
 
 // commandShell runs one !-line of a command: asked of the permission gate

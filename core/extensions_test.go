@@ -234,7 +234,7 @@ func TestTypedAgentSession(t *testing.T) {
 	}
 }
 
-func TestExpandCommand(t *testing.T) {
+func TestCommandFiles(t *testing.T) {
 	files := map[string]string{
 		".claude/commands/fix.md":    "---\ndescription: Fix an issue\nargument-hint: N\n---\nFix issue $0.\n",
 		".claude/commands/status.md": "Status:\n!`echo clean tree`\nSummarise.\n",
@@ -243,29 +243,29 @@ func TestExpandCommand(t *testing.T) {
 	for _, trusted := range []bool{false, true} {
 		h := extHarness(t, trusted, files)
 		s := h.session()
-		cmds := s.Commands()
-		if len(cmds) != 2 || cmds[0].Name != "fix" || cmds[0].ArgumentHint != "N" || cmds[1].Name != "status" {
-			t.Fatalf("commands %+v", cmds)
+		var names []string
+		for _, c := range s.Commands() {
+			names = append(names, c.Name)
+			if c.Name == "fix" && (c.Hint != "N" || c.Description != "Fix an issue (project)") {
+				t.Errorf("fix: %+v", c)
+			}
 		}
-		got, ok, err := s.ExpandCommand(context.Background(), "/fix 42")
-		if !ok || err != nil || got != "Fix issue 42.\n" {
-			t.Errorf("fix: %q %v %v", got, ok, err)
+		if !slices.Equal(names, []string{"init", "mcp", "permissions", "compact", "fix", "status"}) {
+			t.Fatalf("commands %v", names)
 		}
-		if _, ok, _ := s.ExpandCommand(context.Background(), "/compact now"); ok {
-			t.Error("a built-in was expanded from a file")
+		res, err := s.RunCommand(context.Background(), "fix", "42")
+		if err != nil || res.Prompt != "Fix issue 42.\n" {
+			t.Errorf("fix: %+v %v", res, err)
 		}
-		if got, ok, _ := s.ExpandCommand(context.Background(), "/nope x"); ok || got != "/nope x" {
-			t.Error("unknown command")
-		}
-		got, ok, err = s.ExpandCommand(context.Background(), "/status")
+		res, err = s.RunCommand(context.Background(), "status", "")
 		if !trusted {
-			if !ok || !errors.Is(err, ErrUntrusted) {
-				t.Errorf("untrusted !-line: %q %v", got, err)
+			if !errors.Is(err, ErrUntrusted) {
+				t.Errorf("untrusted !-line: %+v %v", res, err)
 			}
 			continue
 		}
-		if err != nil || got != "Status:\nclean tree\nSummarise.\n" {
-			t.Errorf("trusted !-line: %q %v", got, err)
+		if err != nil || res.Prompt != "Status:\nclean tree\nSummarise.\n" {
+			t.Errorf("trusted !-line: %q %v", res.Prompt, err)
 		}
 	}
 }

@@ -197,6 +197,9 @@ func New(cfg Config) (*Runtime, error) {
 		rules:     map[string]*permission.Rules{},
 		commands:  builtinCommands(),
 	}
+	// Command files of the project and the user (.dsh/commands,
+	// .claude/commands, ...) come after the built-ins, which win.
+	r.commands.AddSource(fileCommands)
 	r.setTools(cfg.Tools)
 	return r, nil
 }
