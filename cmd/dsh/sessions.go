@@ -31,7 +31,7 @@ Commands:
   show ID [--json]            print a readable transcript of session ID (a unique prefix is enough);
                               --json prints {header, events} as stored
   rm ID                       delete session ID (the whole id; refused while a process is writing it)
-  compact ID [FOCUS...]       summarise session ID's conversation now, with its model (see Context in README)
+  compact ID [FOCUS...]       summarise session ID's conversation now, with its model (see docs/context.md)
 
 Exit status: 0 on success, 1 if the session is missing or cannot be read or removed, 2 on usage errors.
 `

@@ -19,7 +19,7 @@ import (
 // The scripted provider replays model steps from a JSON file, so hosts can
 // test their integration offline and our own tests run without a network.
 // It goes through the same loop as a network model and streams deltas the
-// same way. The format is documented in SCRIPT.md (pasted into README);
+// same way. The format is documented in SCRIPT.md (linked from README);
 // in short:
 //
 //	{
