@@ -166,7 +166,7 @@ func ParseCommand(text string) (name, args string, ok bool) {
 }
 
 // Commands returns the runtime's command registry.
-func (rt *Runtime) Commands() *Commands { return rt.commands }
+func (r *Runtime) Commands() *Commands { return r.commands }
 
 // Commands lists the slash commands this session offers.
 func (s *Session) Commands() []Command { return s.rt.commands.forSession(s) }
