@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +18,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/safegit"
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 // The context message tells the model about its world: OS, shell, date,
@@ -69,7 +69,7 @@ func (r *Runtime) environment(ctx context.Context, cwd string) (event.EnvFacts, 
 		f.GitRoot = root
 		f.GitBranch, f.GitStatus = gitState(ctx, cwd, root)
 	}
-	instr := readInstructions(r.cfg.UserInstructions, root, cwd)
+	instr := readInstructions(r.instructionReaders(root, cwd), r.cfg.UserInstructions, root, cwd)
 	for _, in := range instr {
 		f.Instructions = append(f.Instructions, in.file)
 	}
@@ -213,10 +213,32 @@ func instructionDirs(root, cwd string) []string {
 	return dirs
 }
 
+// readers are the rules instruction files are read with: the project's
+// must lie in the repository (or the cwd outside one) or the session's
+// other roots; the user's own file (in the user's config folder, which
+// commands cannot write) may link anywhere. Neither may be or pass through
+// a secret place, nor be anything but a regular file.
+type readers struct {
+	project, user saferead.Policy
+}
+
+// instructionReaders are the readers for a session in cwd whose
+// repository root is root ("" outside one).
+func (r *Runtime) instructionReaders(root, cwd string, more ...string) readers {
+	top := root
+	if top == "" {
+		top = cwd
+	}
+	return readers{
+		project: saferead.Policy{Roots: append([]string{top}, more...), Secret: r.cfg.SecretPaths},
+		user:    saferead.Policy{Roots: []string{"/"}, Secret: r.cfg.SecretPaths},
+	}
+}
+
 // readInstructions reads the user-level file, then each directory's file
 // from the repository root down to cwd, each file once (a symlinked
 // CLAUDE.md → AGENTS.md counts once), within maxInstructions in total.
-func readInstructions(userFile, root, cwd string) []instruction {
+func readInstructions(rd readers, userFile, root, cwd string) []instruction {
 	var paths []string
 	if userFile != "" {
 		paths = append(paths, userFile)
@@ -239,7 +261,11 @@ func readInstructions(userFile, root, cwd string) []instruction {
 			continue
 		}
 		seen[real] = true
-		in, ok := readInstruction(p, budget)
+		pol := rd.project
+		if p == userFile {
+			pol = rd.user
+		}
+		in, ok := readInstruction(pol, p, budget)
 		if !ok {
 			continue
 		}
@@ -257,30 +283,23 @@ func nonEmptyFile(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Size() > 0
 }
 
-// readInstruction reads at most budget bytes of p.
-func readInstruction(p string, budget int64) (instruction, bool) {
-	f, err := os.Open(p)
-	if err != nil {
+// readInstruction reads at most budget bytes of p under pol; a file pol
+// refuses (a link to a key, outside the workspace, a FIFO) is left out.
+func readInstruction(pol saferead.Policy, p string, budget int64) (instruction, bool) {
+	pol.Max = budget
+	f, err := pol.Read(p)
+	if err != nil || len(bytes.TrimSpace(f.Data)) == 0 {
 		return instruction{}, false
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return instruction{}, false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, budget))
-	if err != nil || len(bytes.TrimSpace(data)) == 0 {
-		return instruction{}, false
-	}
-	size := max(st.Size(), int64(len(data)))
+	data := f.Data
 	text := string(data)
-	if int64(len(data)) < size {
+	if f.Cut() {
 		// Cut on a rune boundary; the rest is for the model to read.
 		text = strings.ToValidUTF8(text, "")
 	}
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	sum := sha256.Sum256(data)
-	return instruction{text: text, file: event.InstructionFile{Path: p, Bytes: size, Shown: int64(len(data)),
+	return instruction{text: text, file: event.InstructionFile{Path: p, Bytes: f.Size, Shown: int64(len(data)),
 		SHA256: hex.EncodeToString(sum[:])}}, true
 }
 

@@ -298,7 +298,8 @@ func TestInstructionsBounded(t *testing.T) {
 	big := strings.Repeat("x", maxInstructions+500)
 	writeFile(t, filepath.Join(dir, "AGENTS.md"), big)
 	writeFile(t, filepath.Join(dir, "CLAUDE.md"), "ignored: AGENTS.md wins")
-	in := readInstructions("", "", dir)
+	rd := (&Runtime{}).instructionReaders(dir, dir)
+	in := readInstructions(rd, "", "", dir)
 	if len(in) != 1 || in[0].file.Shown != maxInstructions || in[0].file.Bytes != int64(len(big)) {
 		t.Fatalf("instructions %+v", in)
 	}
@@ -312,7 +313,7 @@ func TestInstructionsBounded(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "AGENTS.md"), filepath.Join(sub, "CLAUDE.md")); err != nil {
 		t.Fatal(err)
 	}
-	if in := readInstructions("", dir, sub); len(in) != 1 {
+	if in := readInstructions(rd, "", dir, sub); len(in) != 1 {
 		t.Fatalf("the same file was read %d times", len(in))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,5 +46,56 @@ func TestContextGitRunsNoPlantedProgram(t *testing.T) {
 	ctxText := h.prov.requests()[0].Messages[1].Content
 	if !strings.Contains(ctxText, "working tree now: 2 untracked") {
 		t.Fatalf("the git status is missing:\n%s", ctxText)
+	}
+}
+
+// TestInstructionLinksToSecretsAndOutsideAreNotRead: a repository whose
+// AGENTS.md links to the user's private key (in a fake HOME), or whose
+// nested CLAUDE.md links outside the repository, or is a FIFO, shows
+// none of them to the model; a link inside the repository still works.
+func TestInstructionLinksToSecretsAndOutsideAreNotRead(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	writeFile(t, key, "-----BEGIN OPENSSH PRIVATE KEY----- SECRETKEY\n")
+	outside := filepath.Join(t.TempDir(), "notes.md")
+	writeFile(t, outside, "OUTSIDE TEXT\n")
+
+	repo := filepath.Join(home, "project")
+	gitInit(t, repo)
+	link := func(target, at string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link(key, filepath.Join(repo, "AGENTS.md"))
+	link(outside, filepath.Join(repo, "a", "AGENTS.md"))
+	writeFile(t, filepath.Join(repo, "docs", "rules.md"), "INSIDE RULES\n")
+	link("../../docs/rules.md", filepath.Join(repo, "a", "b", "AGENTS.md"))
+	if err := syscall.Mkfifo(filepath.Join(repo, "a", "b", "c", "CLAUDE.md"), 0o600); err != nil {
+		writeFile(t, filepath.Join(repo, "a", "b", "c", "x"), "")
+		_ = syscall.Mkfifo(filepath.Join(repo, "a", "b", "c", "CLAUDE.md"), 0o600)
+	}
+	cwd := filepath.Join(repo, "a", "b", "c")
+
+	h := newHarness(t, text("done"))
+	rt := h.runtimeWith(func(*Config) {})
+	s, err := rt.Create(context.Background(), SessionOptions{Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "hello")
+	ctxText := h.prov.requests()[0].Messages[1].Content
+	for _, bad := range []string{"SECRETKEY", "OUTSIDE TEXT"} {
+		if strings.Contains(ctxText, bad) {
+			t.Fatalf("the context message carries %s:\n%s", bad, ctxText)
+		}
+	}
+	if !strings.Contains(ctxText, "INSIDE RULES") {
+		t.Fatalf("a link inside the repository was not followed:\n%s", ctxText)
 	}
 }

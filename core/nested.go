@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 // Nested instruction files. The context message carries the AGENTS.md
@@ -135,7 +136,14 @@ func (s *Session) claimNested(f string) (instruction, bool) {
 	// absorb notes the recorded files).
 	s.noteNested([]event.InstructionFile{{Path: f}})
 	s.mu.Unlock()
-	return readInstruction(f, room)
+	return readInstruction(s.nestedReader(), f, room)
+}
+
+// nestedReader is the rule nested files are read with: inside the
+// repository (or cwd) and the session's other roots.
+func (s *Session) nestedReader() saferead.Policy {
+	top, _ := s.instructionScope()
+	return s.rt.instructionReaders(top, top, s.AdditionalDirs()...).project
 }
 
 // writeNested appends one file as the result shows it.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/saferead"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
 )
@@ -69,6 +71,10 @@ type Config struct {
 	// context message before the project's own AGENTS.md files
 	// ($XDG_CONFIG_HOME/dsh/AGENTS.md; cmd sets it). "" reads none.
 	UserInstructions string
+	// SecretPaths are places dsh never reads on its own, also through a
+	// link (instruction files): cmd passes the sandbox's hidden places but
+	// dsh's config folder. nil: saferead.HomeSecrets of $HOME.
+	SecretPaths []string
 	// Now is the clock of context messages (default time.Now).
 	Now func() time.Time
 	// Origin is recorded in the header of sessions this runtime creates.
@@ -163,6 +169,10 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.PermissionMode == "" {
 		cfg.PermissionMode = permission.ModeAuto
+	}
+	if cfg.SecretPaths == nil {
+		home, _ := os.UserHomeDir()
+		cfg.SecretPaths = saferead.HomeSecrets(home)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
