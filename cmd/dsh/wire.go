@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/saferead"
 	"github.com/dsh-dev/dsh/core/sandbox"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
@@ -128,6 +129,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
 		UserInstructions: userInstructions(),
+		SecretPaths:      secretPlaces(s),
 		ContextWindow:    s.ContextWindow,
 		CompactAt:        s.CompactAt,
 		Origin:           origin,
@@ -223,6 +225,16 @@ func userInstructions() string {
 	return filepath.Join(dir, "dsh", "AGENTS.md")
 }
 
+// secretPlaces are the places neither commands nor dsh's own reads (an
+// AGENTS.md that links somewhere) may reach: the session root, the home
+// folder's credentials and the user's additions. The sandbox hides dsh's
+// config too, which dsh itself reads.
+func secretPlaces(s Settings) []string {
+	home, _ := os.UserHomeDir()
+	out := append([]string{s.SessionRoot}, saferead.HomeSecrets(home)...)
+	return append(out, s.SandboxHidePaths...)
+}
+
 // newSandbox builds the sandbox of the commands the model runs: hidden are
 // the secret places and the session root; writable besides each session's
 // own folders are the tool caches, so go build and npm install keep
@@ -238,16 +250,10 @@ func newSandbox(s Settings, self string, logger *slog.Logger) (*sandbox.Sandbox,
 		}
 		return filepath.Join(home, def)
 	}
-	hidden := []string{s.SessionRoot, filepath.Join(at("XDG_CONFIG_HOME", ".config"), "dsh")}
-	if home != "" {
-		for _, d := range []string{".ssh", ".aws", ".gnupg", ".docker", ".netrc", ".git-credentials", ".config/gh"} {
-			hidden = append(hidden, filepath.Join(home, d))
-		}
-	}
+	hidden := append(secretPlaces(s), filepath.Join(at("XDG_CONFIG_HOME", ".config"), "dsh"))
 	if s.ConfigPath != "" {
 		hidden = append(hidden, s.ConfigPath)
 	}
-	hidden = append(hidden, s.SandboxHidePaths...)
 	writable := []string{at("XDG_CACHE_HOME", ".cache"), at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")}
 	if gp := os.Getenv("GOPATH"); gp != "" {
 		writable = append(writable, filepath.Join(gp, "pkg", "mod"))

@@ -202,7 +202,7 @@ func HomeSecrets(home string) []string {
 		return nil
 	}
 	var out []string
-	for _, d := range []string{".ssh", ".aws", ".gnupg", ".docker", ".netrc", ".git-credentials", ".config/gh", ".kube", ".config/gcloud", ".azure", ".npmrc", ".pypirc"} {
+	for _, d := range []string{".ssh", ".aws", ".gnupg", ".docker", ".netrc", ".git-credentials", ".config/gh"} {
 		out = append(out, filepath.Join(home, d))
 	}
 	return out
