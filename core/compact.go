@@ -517,7 +517,7 @@ func (s *Session) Compact(ctx context.Context, focus string) (*Compaction, error
 	s.commitMu.Lock()
 	turn := s.turn // read once idle: a turn that was ending has ended
 	s.commitMu.Unlock()
-	s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
+	s.rt.publish(s, Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
 	defer func() {
 		cancel(nil)
 		// runTurns takes any prompt queued meanwhile, else goes idle.

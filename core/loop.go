@@ -43,7 +43,7 @@ func (s *Session) runTurns() {
 			s.cancel = nil
 			close(s.idle)
 			s.mu.Unlock()
-			s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusIdle})
+			s.rt.publish(s, Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusIdle})
 			s.commitMu.Unlock()
 			return
 		}

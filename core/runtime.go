@@ -382,7 +382,7 @@ func (r *Runtime) coalesce(ctx context.Context, id string, fn func() (*Session, 
 	r.mu.Unlock()
 	close(c.done)
 	if c.err == nil {
-		r.publish(Notice{Kind: NoticeCreated, SessionID: id, Header: c.s.header, Resumed: c.s.resumed})
+		r.publish(c.s, Notice{Kind: NoticeCreated, SessionID: id, Header: c.s.header, Resumed: c.s.resumed})
 		c.s.mcpAnnounced()
 	}
 	return c.s, c.err
@@ -510,8 +510,9 @@ func (r *Runtime) forget(s *Session) {
 	}
 }
 
-func (r *Runtime) sessionClosed(id string) {
-	r.publish(Notice{Kind: NoticeClosed, SessionID: id})
+func (r *Runtime) sessionClosed(s *Session) {
+	id := s.id
+	r.publish(s, Notice{Kind: NoticeClosed, SessionID: id})
 	r.mu.Lock()
 	hooks := append([]func(string){}, r.onClose...)
 	r.mu.Unlock()

@@ -39,10 +39,15 @@ type Session struct {
 	spill   *tool.Spill // outputs too large for one result, under the session's directory
 	jobs    *tool.Jobs  // background jobs; all killed by Close
 
-	// commitMu serialises commits so seq, log order and publish order agree.
+	// commitMu serialises commits so seq, log order and history agree.
 	commitMu sync.Mutex
 	history  []event.Event
-	conv     conversation // model-facing history, kept in step with history
+	// newer is closed by the next commit (cursors waiting for an event
+	// wait on it); final is set once the session has closed. Both are
+	// guarded by commitMu (cursor.go).
+	newer chan struct{}
+	final bool
+	conv  conversation // model-facing history, kept in step with history
 	// envFacts are the facts of the last context message (nil before the
 	// first), so a later turn sends one only when a fact changed.
 	envFacts *event.EnvFacts
@@ -310,38 +315,46 @@ func (s *Session) commit(ev event.Event) (event.Event, error) { return s.commitW
 
 func (s *Session) commitWith(ev event.Event, payload any) (event.Event, error) {
 	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
-	return s.commitLocked(ev, payload)
+	ev, err := s.commitLocked(ev, payload)
+	s.commitMu.Unlock()
+	if err == nil {
+		s.rt.signal(s, ev.Seq)
+	}
+	return ev, err
 }
 
 // commitAll commits evs (with their typed payloads, same length) as one
-// log write, so a crash keeps all of them or none, then folds and
-// publishes each in order.
+// log write, so a crash keeps all of them or none, then folds each in
+// order and wakes the readers once.
 func (s *Session) commitAll(evs []event.Event, payloads []any) ([]event.Event, error) {
 	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	next := s.lg.NextSeq()
 	for i := range evs {
 		evs[i].Seq = next + int64(i)
 	}
 	if err := s.lg.AppendAll(evs...); err != nil {
+		s.commitMu.Unlock()
 		return evs, fmt.Errorf("session %s: commit %s and %d more: %w", s.id, evs[0].Type, len(evs)-1, err)
 	}
 	for i, ev := range evs {
 		s.absorb(ev, payloads[i])
-		s.rt.publish(Notice{Kind: NoticeEvent, SessionID: s.id, Event: ev})
 	}
+	s.committedLocked()
+	s.commitMu.Unlock()
+	s.rt.signal(s, next)
 	return evs, nil
 }
 
-// commitLocked is commitWith for a caller that holds commitMu.
+// commitLocked is commitWith for a caller that holds commitMu. The caller
+// signals the subscribers (rt.signal) once it has released commitMu: the
+// readers of the history never run under the commit lock.
 func (s *Session) commitLocked(ev event.Event, payload any) (event.Event, error) {
 	ev.Seq = s.lg.NextSeq()
 	if err := s.lg.Append(ev); err != nil {
 		return ev, fmt.Errorf("session %s: commit %s: %w", s.id, ev.Type, err)
 	}
 	s.absorb(ev, payload)
-	s.rt.publish(Notice{Kind: NoticeEvent, SessionID: s.id, Event: ev})
+	s.committedLocked()
 	return ev, nil
 }
 
@@ -400,12 +413,15 @@ func (s *Session) SetMode(m permission.Mode) error {
 // updates cfg and mode as part of the commit.
 func (s *Session) changeConfig(edit func(*event.ConfigChange)) error {
 	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	c := event.ConfigChange{Config: s.cfg, PermissionMode: string(s.mode)}
 	s.mu.Unlock()
 	edit(&c)
-	_, err := s.commitLocked(event.New(event.TypeConfigChange, c), c)
+	ev, err := s.commitLocked(event.New(event.TypeConfigChange, c), c)
+	s.commitMu.Unlock()
+	if err == nil {
+		s.rt.signal(s, ev.Seq)
+	}
 	return err
 }
 
@@ -527,7 +543,7 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 	}
 	t.ReceiptSeq = receipt.Seq
 	if startTurn {
-		s.rt.publish(Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
+		s.rt.publish(s, Notice{Kind: NoticeStatus, SessionID: s.id, Status: StatusRunning})
 		go s.runTurns()
 	}
 	return t, nil
@@ -614,7 +630,8 @@ func (s *Session) Close(ctx context.Context) error {
 	s.rt.forget(s)
 	s.closeErr = err
 	close(s.closeDone)
-	s.rt.sessionClosed(s.id)
+	s.finish()
+	s.rt.sessionClosed(s)
 	return err
 }
 
@@ -713,15 +730,19 @@ func (s *Session) SetAdditionalDirs(dirs []string) error {
 		clean = append(clean, filepath.Clean(d))
 	}
 	s.commitMu.Lock()
-	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	same := slices.Equal(s.dirs, clean)
 	s.mu.Unlock()
 	if same {
+		s.commitMu.Unlock()
 		return nil
 	}
 	d := event.SessionDirs{AdditionalDirectories: clean}
-	_, err := s.commitLocked(event.New(event.TypeSessionDirs, d), d)
+	ev, err := s.commitLocked(event.New(event.TypeSessionDirs, d), d)
+	s.commitMu.Unlock()
+	if err == nil {
+		s.rt.signal(s, ev.Seq)
+	}
 	return err
 }
 
