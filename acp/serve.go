@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/sandbox"
+	"github.com/dsh-dev/dsh/internal/outpipe"
 )
 
 // Options configure Serve.
@@ -109,7 +110,11 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	}
 
 	a := newAgent(rt, opts)
-	conn := wire.New(in, out, a, wire.Options{MaxFrameBytes: opts.MaxFrameBytes, Logger: opts.Logger})
+	// Every write to the client goes through w, which teardown abandons:
+	// a client that stopped reading cannot keep the door from exiting.
+	w := outpipe.New(out)
+	defer w.Abandon()
+	conn := wire.New(in, w, a, wire.Options{MaxFrameBytes: opts.MaxFrameBytes, Logger: opts.Logger})
 	a.conn = &peer{c: conn}
 	rate := opts.UpdatesPerSecond
 	if rate == 0 {
@@ -167,10 +172,12 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 		grace.Stop()
 	}
 
-	// Teardown: nothing more goes out, every session closes (its turn is
-	// cancelled and settles, its updates drain into the closed writer),
-	// then the pump and the subscription stop and the handlers return.
+	// Teardown: nothing more goes out (a write the client is not reading
+	// is abandoned), every session closes (its turn is cancelled and
+	// settles; commits never wait for the door), then the pump and the
+	// subscription stop and the handlers return.
 	conn.CloseWrite()
+	w.Abandon()
 	conn.Stop()
 	a.shutdown()
 	sub.Close()

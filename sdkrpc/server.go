@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/internal/outpipe"
 	"github.com/dsh-dev/dsh/sdkrpc/dispatch"
 	"github.com/dsh-dev/dsh/sdkrpc/ndjson"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
@@ -119,7 +120,12 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	s.settled = sync.NewCond(&s.mu)
 
 	sub := rt.Subscribe()
-	stream := ndjson.NewSplit(&inputGate{r: in, s: s}, out, nil, ndjson.Options{MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger})
+	// Every write to the host goes through w, which teardown abandons
+	// after a grace: a host that stopped reading cannot keep the door
+	// from exiting.
+	w := outpipe.New(out)
+	defer w.Abandon()
+	stream := ndjson.NewSplit(&inputGate{r: in, s: s}, w, nil, ndjson.Options{MaxLineBytes: opts.MaxLineBytes, Logger: opts.Logger})
 	s.stream = stream
 	h := dispatch.New(s.handle, dispatch.Options{Logger: opts.Logger, OnRead: s.onRead, OnReplied: s.onReplied})
 	connCtx, cancelConn := context.WithCancel(ctx)
@@ -135,13 +141,19 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	}()
 
 	code := 0
+	var abandon *time.Timer
 	select {
 	case code = <-s.done:
 	case <-s.conn.DisconnectNotify():
 		s.log.Debug("sdk: input closed; disposing sessions")
+		abandon = time.AfterFunc(writeGrace, w.Abandon)
 		s.dispose()
 	case <-ctx.Done():
+		abandon = time.AfterFunc(writeGrace, w.Abandon)
 		s.dispose()
+	}
+	if abandon != nil {
+		defer abandon.Stop()
 	}
 	s.mu.Lock()
 	s.stopped = true
@@ -157,6 +169,10 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	s.wmu.Unlock()
 	return code
 }
+
+// writeGrace is how long, after input EOF or a signal, writes to the host
+// may still wait for it to read before they are abandoned.
+const writeGrace = time.Second
 
 // maxBatch bounds how many notifications one write carries.
 const maxBatch = 128
