@@ -4,8 +4,10 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
@@ -55,5 +57,44 @@ func TestBackgroundJobOutlivesTurnNotSession(t *testing.T) {
 	}
 	if syscall.Kill(pid, 0) == nil {
 		t.Fatal("background job survived the session's close")
+	}
+}
+
+// TestForegroundServerYields: a dev server started in the foreground
+// without a timeout does not hold the step to its timeout: after
+// BashYield the call returns naming its job, the turn goes on, and the
+// session's close kills the job the model never read.
+func TestForegroundServerYields(t *testing.T) {
+	h := newHarness(t,
+		calls(model.ToolCall{ID: "b", Name: "bash", Arguments: `{"command":"echo PID=$$; exec sleep 1000","description":"serve"}`}),
+		text("the server runs"))
+	rt := h.runtimeWith(func(cfg *Config) { cfg.BashYield = 2 * time.Second })
+	s, err := rt.Create(context.Background(), SessionOptions{Cwd: h.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, s, "start the server"); res.Reason.Kind != event.ReasonCompleted || res.Text != "the server runs" {
+		t.Fatalf("turn %+v", res)
+	}
+	var out string
+	for _, e := range s.Events() {
+		if e.Type == event.TypeToolResult {
+			tr, _ := event.Decode[event.ToolResult](e)
+			out = event.ResultText(tr.Message.Content[0])
+		}
+	}
+	m := regexp.MustCompile(`PID=(\d+)`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, "goes on as background job job-1") {
+		t.Fatalf("result %q", out)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatal("the yielded server is not running")
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatal("the yielded job survived the session's close")
 	}
 }

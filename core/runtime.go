@@ -54,6 +54,10 @@ type Config struct {
 	// warns the model, then ends the turn blocked (defaults 4 and 6;
 	// LoopWarnAt must be below LoopStopAt).
 	LoopWarnAt, LoopStopAt int
+	// BashYield is how long a foreground bash call without a timeout of
+	// its own runs before it goes on as a background job (the
+	// bashYieldSeconds setting; default DefaultBashYield, negative never).
+	BashYield time.Duration
 	// MaxDepth caps the delegation depth of subagent sessions (default 3).
 	MaxDepth int
 	// BaseDepth is the delegation depth of sessions created without a
@@ -108,6 +112,10 @@ type Config struct {
 	Extensions Extensions
 }
 
+// DefaultBashYield is how long a foreground bash call without its own
+// timeout runs before it goes on as a background job.
+const DefaultBashYield = 30 * time.Second
+
 // Runtime owns the live sessions of one process.
 type Runtime struct {
 	cfg Config
@@ -154,6 +162,12 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.StepCap <= 0 {
 		cfg.StepCap = 200
+	}
+	switch {
+	case cfg.BashYield == 0:
+		cfg.BashYield = DefaultBashYield
+	case cfg.BashYield < 0:
+		cfg.BashYield = 0
 	}
 	if cfg.LoopWarnAt <= 0 {
 		cfg.LoopWarnAt = DefaultLoopWarnAt

@@ -3,14 +3,25 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/dsh-dev/dsh/core"
 )
 
 // agentLimits are the settings of the agent loop's own checks: the repeat
-// check's thresholds (loopWarnAt, loopStopAt).
+// check's thresholds (loopWarnAt, loopStopAt) and how long a foreground
+// bash call runs before it goes on as a job (bashYieldSeconds; 0 never).
 type agentLimits struct {
 	LoopWarnAt, LoopStopAt int
+	BashYieldSeconds       int
+}
+
+// bashYield is the setting as core takes it (negative: never).
+func (a agentLimits) bashYield() time.Duration {
+	if a.BashYieldSeconds == 0 {
+		return -1
+	}
+	return time.Duration(a.BashYieldSeconds) * time.Second
 }
 
 // resolveAgentLimits picks the loop settings from the environment, the
@@ -30,6 +41,13 @@ func resolveAgentLimits(r *resolver, fc fileConfig) (agentLimits, error) {
 		return a, fmt.Errorf("loop thresholds: loopWarnAt (%d, from %s) must be at least 1 and below loopStopAt (%d, from %s)",
 			a.LoopWarnAt, r.sources["loopWarnAt"], a.LoopStopAt, r.sources["loopStopAt"])
 	}
+	if a.BashYieldSeconds, err = r.pickInt("bashYieldSeconds", fromEnv("DSH_BASH_YIELD_SECONDS"), fromFile(optInt(fc.BashYieldSeconds)),
+		byDefault(strconv.Itoa(int(core.DefaultBashYield/time.Second)))); err != nil {
+		return a, err
+	}
+	if a.BashYieldSeconds < 0 {
+		return a, fmt.Errorf("bashYieldSeconds must be 0 (never) or more, got %d from %s", a.BashYieldSeconds, r.sources["bashYieldSeconds"])
+	}
 	return a, nil
 }
 
@@ -37,4 +55,5 @@ func resolveAgentLimits(r *resolver, fc fileConfig) (agentLimits, error) {
 func (a agentLimits) rows(values map[string]string) {
 	values["loopWarnAt"] = strconv.Itoa(a.LoopWarnAt)
 	values["loopStopAt"] = strconv.Itoa(a.LoopStopAt)
+	values["bashYieldSeconds"] = strconv.Itoa(a.BashYieldSeconds)
 }

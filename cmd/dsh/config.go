@@ -38,6 +38,9 @@ type fileConfig struct {
 	// same call and result this many steps back to back warns, then stops.
 	LoopWarnAt *int `json:"loopWarnAt"`
 	LoopStopAt *int `json:"loopStopAt"`
+	// BashYieldSeconds: a foreground bash call without its own timeout
+	// goes on as a background job after this many seconds (0: never).
+	BashYieldSeconds *int `json:"bashYieldSeconds"`
 	// Prices, per model and million tokens, give ACP usage updates a cost.
 	Prices json.RawMessage `json:"prices"`
 	// Sandbox is auto | required | off; SandboxNetwork false turns the

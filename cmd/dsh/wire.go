@@ -126,6 +126,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		StepCap:        s.StepCap,
 		LoopWarnAt:     s.Agent.LoopWarnAt,
 		LoopStopAt:     s.Agent.LoopStopAt,
+		BashYield:      s.Agent.bashYield(),
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
 		UserInstructions: userInstructions(),

@@ -98,6 +98,12 @@ type ExecRequest struct {
 	// Spill, when set, also receives the whole output as it is produced
 	// (an executor that cannot tee, such as a client terminal, ignores it).
 	Spill io.Writer
+	// YieldAfter, with Jobs, hands a command still running after it to
+	// Jobs as a background job instead of waiting on to the timeout (the
+	// result names it in JobID). An executor that cannot hand a process
+	// over (a client terminal) ignores it.
+	YieldAfter time.Duration
+	Jobs       *Jobs
 }
 
 // ExecResult is the outcome of a shell command.
@@ -107,6 +113,9 @@ type ExecResult struct {
 	TimedOut   bool
 	Truncated  bool
 	TerminalID string // set when run in a client terminal
+	// JobID names the background job a yielded command goes on as
+	// (ExecRequest.YieldAfter); Output is then what it printed so far.
+	JobID string
 }
 
 // Executor runs shell commands. The local one runs /bin/bash -c in its own
@@ -139,6 +148,9 @@ type Env struct {
 	// Jobs is the session's table of background jobs. Nil means the
 	// session cannot run any.
 	Jobs *Jobs
+	// BashYield is how long a foreground bash call without its own
+	// timeout runs before it goes on as a background job (0: never).
+	BashYield time.Duration
 	// PermissionMode is the session's mode: the sandbox runs commands
 	// unconfined in "full" and without any write access in "read-only".
 	PermissionMode string

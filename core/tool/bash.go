@@ -20,7 +20,7 @@ const (
 	bashOutputLimit    = OutputBudget - 1024 // bytes shown, head and tail; the rest is spilled
 )
 
-const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"run_in_background":{"type":"boolean","description":"Start the command as a background job and return at once with its job id and first output; it keeps running after the call (a dev server, a watcher, a long build). Read its new output with job_output, stop it with job_kill, see all jobs with job_list. Background jobs have no timeout and are killed when the session ends. Default false."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds. Default 120000 (2 minutes), at most 600000 (10 minutes)."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
+const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"run_in_background":{"type":"boolean","description":"Start the command as a background job and return at once with its job id and first output; it keeps running after the call (a dev server, a watcher, a long build). Read its new output with job_output, stop it with job_kill, see all jobs with job_list. Background jobs have no timeout and are killed when the session ends. Default false."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds, at most 600000 (10 minutes): the command is waited for and killed when it runs longer. Without it, a command still running after 30 seconds (the default) goes on as a background job: the call returns its output so far and the job id, and job_output follows it; one that runs on past 2 minutes without yielding is killed."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
 
 const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
@@ -152,6 +152,11 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	if pl.args.Background {
 		return startJob(ctx, env, req)
 	}
+	if pl.args.TimeoutMs == nil && env.BashYield > 0 {
+		// No timeout of its own: still running after BashYield, it goes
+		// on as a background job (a dev server started in the foreground).
+		req.YieldAfter, req.Jobs = env.BashYield, env.Jobs
+	}
 	ex := env.Exec
 	if ex == nil {
 		ex = LocalExec()
@@ -165,6 +170,9 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 	saved := Spilled{}
 	if spill != nil {
 		saved = spill.Close()
+	}
+	if err == nil && res.JobID != "" {
+		return yielded(pl, req, res, saved)
 	}
 	code := res.ExitCode
 	meta := &event.ToolMeta{Kind: "execute", Paths: []string{pl.workdir}, ExitCode: &code, Truncated: res.Truncated, Terminal: res.TerminalID}
@@ -202,3 +210,23 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 // (what the bash tool's commands get), for commands the runtime itself
 // runs on the session's behalf: a custom command's !-lines, hooks.
 func CommandScope(env *Env) sandbox.Scope { return commandScope(env) }
+
+// yielded is the result of a call whose command went on as a background
+// job: what it printed so far, and how to follow it.
+func yielded(pl bashPlan, req ExecRequest, res ExecResult, saved Spilled) Result {
+	var b strings.Builder
+	b.WriteString(res.Output)
+	if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+		b.WriteByte('\n')
+	}
+	if res.Truncated {
+		if note := saved.Note(); note != "" {
+			b.WriteString(note + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "[still running after %s, so it goes on as background job %s: job_output {\"job_id\":%q} shows "+
+		"its new output, job_kill stops it. Give bash a timeout_ms to wait for a command instead.]", req.YieldAfter, res.JobID, res.JobID)
+	meta := &event.ToolMeta{Kind: "execute", Paths: []string{pl.workdir}, Truncated: res.Truncated,
+		Job: &event.JobRef{ID: res.JobID, CallID: req.CallID}}
+	return Result{Content: []event.ContentBlock{event.Text(b.String())}, Meta: meta}
+}

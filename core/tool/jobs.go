@@ -112,17 +112,8 @@ type JobStatus struct {
 func (js *Jobs) Start(req ExecRequest) (string, error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	if js.closed {
-		return "", ErrJobsClosed
-	}
-	running := 0
-	for _, j := range js.jobs {
-		if !j.finished() {
-			running++
-		}
-	}
-	if running >= MaxRunningJobs {
-		return "", fmt.Errorf("%w: %d are running, the most a session may have; stop one with job_kill (job_list shows them)", ErrTooManyJobs, running)
+	if err := js.roomLocked(); err != nil {
+		return "", err
 	}
 	js.n++
 	id := fmt.Sprintf("job-%d", js.n)
@@ -150,15 +141,63 @@ func (js *Jobs) Start(req ExecRequest) (string, error) {
 	return id, nil
 }
 
+// adopt takes over a bash call's running command as a background job: its
+// output, pointed at the job's log from now on, and its process. It fails,
+// leaving the command to the call, when the table is closed or full.
+func (js *Jobs) adopt(req ExecRequest, p *proc.Process, ladder proc.Ladder, out *switchWriter) (string, error) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if err := js.roomLocked(); err != nil {
+		return "", err
+	}
+	js.n++
+	id := fmt.Sprintf("job-%d", js.n)
+	log, err := newJobLog(js.spill, id)
+	if err != nil {
+		js.n--
+		return "", err
+	}
+	out.point(log)
+	j := &job{id: id, command: req.Command, callID: req.CallID, started: time.Now(), p: p, ladder: ladder, out: log, done: make(chan struct{}), exit: -1}
+	go j.run(nil)
+	js.jobs[id] = j
+	js.order = append(js.order, id)
+	js.forgetOld()
+	return id, nil
+}
+
+// roomLocked says why no job may start now, or nil. Caller holds js.mu.
+func (js *Jobs) roomLocked() error {
+	if js.closed {
+		return ErrJobsClosed
+	}
+	running := 0
+	for _, j := range js.jobs {
+		if !j.finished() {
+			running++
+		}
+	}
+	if running >= MaxRunningJobs {
+		return fmt.Errorf("%w: %d are running, the most a session may have; stop one with job_kill (job_list shows them)", ErrTooManyJobs, running)
+	}
+	return nil
+}
+
 // run copies the job's output and waits for it. When the leader ends,
 // whatever it left in its group is killed, as for a bash call.
 func (j *job) run(pr *os.File) {
 	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(j.out, pr)
-		pr.Close()
+	if pr == nil {
+		// An adopted command: its output reaches the log through the
+		// process's own copier, done once the process is reaped.
 		close(copied)
-	}()
+	} else {
+		go func() {
+			_, _ = io.Copy(j.out, pr)
+			pr.Close()
+			close(copied)
+		}()
+	}
 	<-j.p.Done()
 	_ = j.p.Stop(context.Background(), proc.Ladder{}) // kills and reaps the rest of the group
 	werr := j.p.WaitErr()

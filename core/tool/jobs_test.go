@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -191,5 +193,44 @@ func TestJobIDsGoOnAcrossRuns(t *testing.T) {
 	t.Cleanup(te.Jobs.Close)
 	if id, _ := bg(t, te, "echo two"); id != "job-2" {
 		t.Fatalf("id after a restart: %s", id)
+	}
+}
+
+// TestBashYieldsToBackgroundJob: a foreground call without a timeout of
+// its own that is still running after BashYield goes on as a job: the
+// result says so with its id and the output so far, and job_output takes
+// it from there; a call with timeout_ms is waited for and killed as before.
+func TestBashYieldsToBackgroundJob(t *testing.T) {
+	te := newTestEnv(t)
+	withJobs(t, te)
+	te.BashYield = time.Second
+	fifo := filepath.Join(te.ws, "gate")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	quick := mustOK(t, call(t, tBash, te.Env, obj{"command": "echo quick", "description": "quick"}))
+	if !strings.Contains(quick, "quick\n[exit code: 0]") || strings.Contains(quick, "job") {
+		t.Fatalf("a quick command: %q", quick)
+	}
+	r := call(t, tBash, te.Env, obj{"command": "echo first; cat gate; echo second; exit 3", "description": "server"})
+	out := mustOK(t, r)
+	m := regexp.MustCompile(`still running after 1s, so it goes on as background job (job-\d+)`).FindStringSubmatch(out)
+	if m == nil || r.Meta == nil || r.Meta.Job == nil || r.Meta.Job.ID != m[1] {
+		t.Fatalf("no yield: %q meta %+v", out, r.Meta)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all := out
+	for !strings.Contains(all, "exited; exit code: 3") {
+		all += mustOK(t, call(t, tJobOut, te.Env, obj{"job_id": m[1], "wait_ms": 20_000}))
+	}
+	if i, j, k := strings.Index(all, "first\n"), strings.Index(all, "go\n"), strings.Index(all, "second\n"); i < 0 || j < i || k < j {
+		t.Fatalf("output lost or out of order: %q", all)
+	}
+	// With its own timeout the call waits, and kills at the timeout.
+	r = call(t, tBash, te.Env, obj{"command": "cat gate", "description": "wait", "timeout_ms": 1500})
+	if !r.IsError || !strings.Contains(text(r), "timed out after 1.5s") {
+		t.Fatalf("with timeout_ms: %q", text(r))
 	}
 }

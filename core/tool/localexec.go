@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,17 +83,32 @@ func (e localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 	defer cancel()
 
 	out := newHeadTail(limit)
-	var sink io.Writer = out
+	var tee io.Writer = out
 	if req.Spill != nil {
-		sink = io.MultiWriter(out, req.Spill)
+		tee = io.MultiWriter(out, req.Spill)
 	}
+	sink := &switchWriter{w: tee}
 	p, ladder, err := startBash(req, e.o, sink)
 	if err != nil {
 		return ExecResult{ExitCode: -1}, err
 	}
+	var yield <-chan time.Time
+	if req.YieldAfter > 0 && req.Jobs != nil {
+		t := time.NewTimer(req.YieldAfter)
+		defer t.Stop()
+		yield = t.C
+	}
+wait:
 	select {
 	case <-p.Done():
 	case <-runCtx.Done():
+	case <-yield:
+		id, err := req.Jobs.adopt(req, p, ladder, sink)
+		if err != nil {
+			yield = nil // no room for another job: wait on as a call does
+			goto wait
+		}
+		return ExecResult{Output: out.String(), Truncated: out.truncated(), ExitCode: -1, JobID: id}, nil
 	}
 	// On cancel or timeout this is the ladder; after a normal exit it only
 	// kills and reaps what is left of the group.
@@ -119,6 +135,27 @@ func (e localExec) Exec(ctx context.Context, req ExecRequest) (ExecResult, error
 		}
 	}
 	return res, nil
+}
+
+// switchWriter is a command's output sink that can be pointed elsewhere
+// while the command runs: a yielded command's output goes on into its
+// job's log.
+type switchWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *switchWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// point sends all later output to w.
+func (s *switchWriter) point(w io.Writer) {
+	s.mu.Lock()
+	s.w = w
+	s.mu.Unlock()
 }
 
 // startBash is the one way a command line becomes a process, for bash
