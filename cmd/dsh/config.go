@@ -49,6 +49,12 @@ type fileConfig struct {
 	SandboxNetwork *bool  `json:"sandboxNetwork"`
 	// SandboxHidePaths are more secret places for the sandbox to hide.
 	SandboxHidePaths []string `json:"sandboxHidePaths"`
+	// Hooks are the user's hooks, in Claude Code's settings shape; they
+	// run in every project.
+	Hooks json.RawMessage `json:"hooks"`
+	// TrustedProjects are folders whose project hooks (.dsh/settings.json,
+	// .claude/settings.json) and command !-lines may run (`dsh trust`).
+	TrustedProjects []string `json:"trustedProjects"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

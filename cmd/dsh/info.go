@@ -146,6 +146,16 @@ func settingRows(s Settings) [][3]string {
 		"mcpRestarts":          strconv.Itoa(s.MCPRestarts),
 		"subagents":            "not configured",
 		"prices":               "not configured",
+		"hooks":                "none",
+		"trustedProjects":      "none",
+	}
+	if len(s.Hooks) > 0 && string(s.Hooks) != "null" {
+		values["hooks"] = hooksSummary(s)
+		s.Sources["hooks"] = "config file"
+	}
+	if len(s.TrustedProjects) > 0 {
+		values["trustedProjects"] = strings.Join(s.TrustedProjects, ", ")
+		s.Sources["trustedProjects"] = "config file"
 	}
 	s.Agent.rows(values)
 	if len(s.SandboxHidePaths) > 0 {

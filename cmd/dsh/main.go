@@ -29,6 +29,7 @@ Usage:
   dsh run [flags] [--json] [-c | --session-id ID] [TASK...|-]   one task, then exit
   dsh sessions list|show|rm ...                  look after stored sessions
   dsh config [--json]                            the resolved settings and where each came from
+  dsh trust [--revoke | --list] [DIR]            let a project's hooks and command shell lines run
   dsh completion bash|zsh|fish                   a shell completion script
   dsh version                                    version, module and VCS revision
   dsh --profile acp|sdk|headless ...             aliases for acp, sdk and run
@@ -38,7 +39,7 @@ Flags go before or after the command word. Run 'dsh <command> --help' for the fl
 `
 
 // commandNames are the command words, for completion and messages.
-var commandNames = []string{"acp", "completion", "config", "run", "sdk", "sessions", "version"}
+var commandNames = []string{"acp", "completion", "config", "run", "sdk", "sessions", "trust", "version"}
 
 // commands maps each command word to its implementation.
 var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
@@ -49,6 +50,7 @@ var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io
 	"config":     func(a []string, _ io.Reader, o, e io.Writer) int { return configCommand(a, o, e) },
 	"completion": func(a []string, _ io.Reader, o, e io.Writer) int { return completionCommand(a, o, e) },
 	"version":    func(a []string, _ io.Reader, o, e io.Writer) int { return versionCommand(a, o, e) },
+	"trust":      func(a []string, _ io.Reader, o, e io.Writer) int { return trustCommand(a, o, e) },
 }
 
 func main() {

@@ -75,6 +75,10 @@ type Settings struct {
 	// Prices is the raw "prices" object of the config file (read by the
 	// ACP door).
 	Prices json.RawMessage
+	// Hooks is the raw "hooks" object of the config file (the user's
+	// hooks); TrustedProjects its "trustedProjects" list.
+	Hooks           json.RawMessage
+	TrustedProjects []string
 	// Patches are the original launchers' --patch files: checked, then
 	// ignored with a warning (dsh has no patch mechanism).
 	Patches []string
@@ -261,6 +265,7 @@ func (f *settingFlags) resolve(defaultMode string) (Settings, error) {
 	}
 	s.Subagents = fc.Subagents
 	s.Prices = fc.Prices
+	s.Hooks, s.TrustedProjects = fc.Hooks, fc.TrustedProjects
 	if s.MCPServers, err = mcp.ParseFile(fc.MCPServers); err != nil {
 		return s, fmt.Errorf("config file %s: %w", s.ConfigPath, err)
 	}

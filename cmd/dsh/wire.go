@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/ext"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/saferead"
@@ -139,6 +140,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		MCPStartWait:     s.MCPStartWait,
 		MCPRestarts:      mcpRestarts(s.MCPRestarts),
 		Version:          version,
+		Extensions:       extensions(s, logger),
 	})
 	if err != nil {
 		return nil, err
@@ -214,6 +216,24 @@ func shutdownRuntime(rt *runtime) error {
 		}
 	}()
 	return errors.Join(rt.Close(ctx), rt.gateway.Close(ctx))
+}
+
+// extensions says where the runtime reads extension files: dsh's user
+// folder, the home (for ~/.claude and ~/.agents), the config file's
+// hooks (a hook it cannot use is logged, the rest run) and trusted
+// projects.
+func extensions(s Settings, logger *slog.Logger) core.Extensions {
+	x := core.Extensions{TrustedProjects: s.TrustedProjects}
+	if dir := configHome(); dir != "" {
+		x.UserConfig = filepath.Join(dir, "dsh")
+	}
+	x.Home, _ = os.UserHomeDir()
+	hooks, diags := ext.ParseHooks(s.Hooks, s.ConfigPath, ext.ScopeUser)
+	for _, d := range diags {
+		logger.Warn("config file: hook not used", "problem", d.Msg)
+	}
+	x.UserHooks = hooks
+	return x
 }
 
 // userInstructions is the user-level instruction file,
