@@ -131,7 +131,19 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	sub := rt.Subscribe()
 	defer sub.Close()
 	startSeq := sess.NextSeq()
-	content, err := promptContent(sess, o.Task, o.Images)
+	task, reply, done, err := slashCommand(ctx, sess, o.Task)
+	switch {
+	case err != nil:
+		return fail(err.Error())
+	case done:
+		if proj != nil {
+			_ = proj.Final(reply)
+		} else if reply != "" {
+			fmt.Fprintln(o.Stdout, reply)
+		}
+		return 0
+	}
+	content, err := promptContent(sess, task, o.Images)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -180,6 +192,28 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		return 0
 	}
 	return 1
+}
+
+// slashCommand runs a task that is one of the session's slash commands
+// (core's registry: the built-ins and the project's and user's command
+// files). A command that expands to a prompt returns it as the task; one
+// that answers itself returns its reply and done. Text that is no
+// command goes to the model unchanged.
+func slashCommand(ctx context.Context, sess *core.Session, task string) (string, string, bool, error) {
+	name, args, ok := core.ParseCommand(task)
+	if !ok {
+		return task, "", false, nil
+	}
+	res, err := sess.RunCommand(ctx, name, args)
+	switch {
+	case errors.Is(err, core.ErrUnknownCommand):
+		return task, "", false, nil
+	case err != nil:
+		return "", "", false, err
+	case res.Prompt != "":
+		return res.Prompt, "", false, nil
+	}
+	return "", res.Reply, true, nil
 }
 
 // projectTurn shows the committed events of session id from startSeq until the

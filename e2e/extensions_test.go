@@ -1,0 +1,155 @@
+package e2e
+
+// End-to-end tests of the extension files users keep for Claude Code
+// (issue 28): the binary reads a project and a home laid out as Claude
+// Code users keep them (core/ext/testdata) and uses their commands,
+// skills and hooks through `dsh run` and ACP.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-dev/dsh/core/model/modeltest"
+)
+
+// claudeWorld is a world whose workspace is the fixture project (a git
+// repository) and whose home holds the fixture's ~/.claude and
+// ~/.config/dsh.
+func claudeWorld(t *testing.T, modelEnv ...string) *world {
+	t.Helper()
+	w := newWorld(t, modelEnv...)
+	fixture := filepath.Join("..", "core", "ext", "testdata")
+	if err := os.CopyFS(w.Cwd, os.DirFS(filepath.Join(fixture, "project"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(w.Cwd, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(w.Home, os.DirFS(filepath.Join(fixture, "home"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(w.Home, ".config"), os.DirFS(filepath.Join(fixture, "config"))); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// lastUser is the text of the last user message of a model request.
+func lastUser(r *modeltest.Request) string {
+	for i := len(r.Body.Messages) - 1; i >= 0; i-- {
+		if m := r.Body.Messages[i]; m.Role == "user" {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// toolResult is the text of the tool message answering callID.
+func toolResult(r *modeltest.Request, callID string) string {
+	for _, m := range r.Body.Messages {
+		if m.Role == "tool" && m.ToolCallID == callID {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+func TestRunCustomCommandsAndSkills(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	w := claudeWorld(t, srv.Env()...)
+
+	srv.Enqueue(modeltest.TextReply("fixed"))
+	r := w.run(nil, "run", "-q", `/fix-issue 123 "high prio"`)
+	wantExit(t, r, 0)
+	req := srv.Last()
+	if got := lastUser(req); !strings.HasPrefix(got, "Fix issue #123 with priority high prio. Context: 123 \"high prio\"\n") {
+		t.Errorf("the command was not expanded: %q", got)
+	}
+	sys := req.Body.Messages[0].Text()
+	for _, want := range []string{"# Skills\n", "- commit-style: How this user writes commit messages.",
+		"- pdf-forms: Fill in PDF forms. Use when the user asks to fill, read or flatten a PDF form.",
+		"- release-notes: Write release notes"} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q", want)
+		}
+	}
+	if !slices.ContainsFunc(req.Body.Tools, func(tl modeltest.Tool) bool { return tl.Function.Name == "skill" }) {
+		t.Error("no skill tool offered")
+	}
+
+	// A sub-folder command, a user command (~/.claude) and a dsh one.
+	for task, want := range map[string]string{
+		"/frontend:component Button": "Create the component Button following our conventions.",
+		"/explain":                   "Explain this code simply.",
+		"/standup alice":             "Summarise yesterday's commits for alice.",
+	} {
+		srv.Enqueue(modeltest.TextReply("ok"))
+		wantExit(t, w.run(nil, "run", "-q", task), 0)
+		if got := lastUser(srv.Last()); !strings.Contains(got, want) {
+			t.Errorf("%s: %q", task, got)
+		}
+	}
+
+	// An unknown command is text for the model.
+	srv.Enqueue(modeltest.TextReply("ok"))
+	wantExit(t, w.run(nil, "run", "-q", "/no-such-thing please"), 0)
+	if got := lastUser(srv.Last()); !strings.HasPrefix(got, "/no-such-thing please") {
+		t.Errorf("unknown command: %q", got)
+	}
+
+	// A command with a shell line refuses to run in an untrusted project.
+	n := srv.Count()
+	r = w.run(nil, "run", "-q", "/status")
+	if r.Code != 1 || !strings.Contains(r.Stderr, "dsh trust") || srv.Count() != n {
+		t.Errorf("untrusted !-line: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
+func TestRunProjectHooksNeedTrust(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	w := claudeWorld(t, srv.Env()...)
+	rm := modeltest.Call{ID: "c1", Name: "bash", Args: `{"command":"rm -rf build && echo removed"}`}
+
+	// Untrusted: the repository's hooks do not run.
+	srv.Enqueue(modeltest.ToolCallsReply("", rm), modeltest.TextReply("done"))
+	r := w.run(nil, "run", "-q", "--permission-mode", "full", "clean the build")
+	wantExit(t, r, 0)
+	if got := toolResult(srv.Last(), "c1"); !strings.Contains(got, "removed") {
+		t.Fatalf("untrusted project: the call did not run: %q", got)
+	}
+	if !strings.Contains(r.Stderr, "not trusted") {
+		t.Errorf("stderr does not say why the hooks did not run: %q", r.Stderr)
+	}
+
+	tr := w.run(nil, "trust")
+	wantExit(t, tr, 0)
+	data, err := os.ReadFile(filepath.Join(w.Home, ".config", "dsh", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		TrustedProjects []string `json:"trustedProjects"`
+	}
+	if json.Unmarshal(data, &cfg) != nil || !slices.Equal(cfg.TrustedProjects, []string{w.Cwd}) {
+		t.Fatalf("config after dsh trust: %s", data)
+	}
+
+	// Trusted: the guard refuses the call, the model is told why, and the
+	// UserPromptSubmit hook's output joins the prompt.
+	srv.Enqueue(modeltest.ToolCallsReply("", rm), modeltest.TextReply("done"))
+	r = w.run(nil, "run", "-q", "--permission-mode", "full", "clean the build")
+	wantExit(t, r, 0)
+	last := srv.Last()
+	if got := toolResult(last, "c1"); !strings.Contains(got, "Blocked by policy: rm -rf is not allowed in this repository") {
+		t.Errorf("trusted project: not refused by the hook: %q", got)
+	}
+	if got := last.Body.Messages[len(last.Body.Messages)-3].Text(); !strings.Contains(got, "<hook-context>\ncontext\n</hook-context>") {
+		t.Errorf("UserPromptSubmit context missing: %q", got)
+	}
+}
