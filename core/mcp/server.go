@@ -58,6 +58,7 @@ type server struct {
 	state    State
 	err      string
 	note     string
+	dropped  []string // tools the stdio filter left out of the last tools/list (takeDropped)
 	cs       *sdk.ClientSession
 	proc     *stdioProc
 	tools    []remoteTool
@@ -214,7 +215,7 @@ func (s *server) startError(step string, ctx context.Context, err error) string 
 func (s *server) transport() (sdk.Transport, error) {
 	switch s.cfg.Transport {
 	case TransportStdio:
-		p, t, err := startStdio(s.cfg, s.set.opts.Cwd, func(msg string) { s.set.warn(s.cfg.Name, msg) })
+		p, t, err := startStdio(s.cfg, s.set.opts.Cwd, func(msg string) { s.set.warn(s.cfg.Name, msg) }, s.noteDropped)
 		if err != nil {
 			return nil, err
 		}
@@ -279,11 +280,29 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) ([]remoteTool,
 		out = append(out, rt)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	notes = append(notes, s.takeDropped()...)
 	if len(out) > maxToolsPerServer {
 		notes = append(notes, fmt.Sprintf("the server lists %d tools; only the first %d by name are offered", len(out), maxToolsPerServer))
 		out = out[:maxToolsPerServer]
 	}
 	return out, strings.Join(notes, "; "), nil
+}
+
+// noteDropped keeps the stdio filter's note of tools it left out of a
+// tools/list answer, for the status of the list it belongs to.
+func (s *server) noteDropped(note string) {
+	s.mu.Lock()
+	s.dropped = append(s.dropped, note)
+	s.mu.Unlock()
+}
+
+// takeDropped returns and forgets the notes of noteDropped.
+func (s *server) takeDropped() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.dropped
+	s.dropped = nil
+	return out
 }
 
 func (s *server) markDirty() {

@@ -82,7 +82,9 @@ func lookCommand(command, cwd string, env []string) (string, error) {
 
 // startStdio starts the server's process and returns the transport the
 // SDK client speaks over.
-func startStdio(c ServerConfig, cwd string, noise func(string)) (*stdioProc, sdk.Transport, error) {
+// noise reports lines the filter skipped, dropped the tools left out of a
+// tools/list answer.
+func startStdio(c ServerConfig, cwd string, noise, dropped func(string)) (*stdioProc, sdk.Transport, error) {
 	env := serverEnv(c.Env)
 	path, err := lookCommand(c.Command, cwd, env)
 	if err != nil {
@@ -94,18 +96,28 @@ func startStdio(c ServerConfig, cwd string, noise func(string)) (*stdioProc, sdk
 		return nil, nil, fmt.Errorf("starting %s: %w", c.Command, err)
 	}
 	pr, pw := io.Pipe()
+	lists := &listWatch{}
 	go func() {
-		filterFrames(p.Stdout(), pw, maxFrame, noise)
+		filter{limit: maxFrame, noise: noise, lists: lists, dropped: dropped}.run(p.Stdout(), pw)
 		p.Stdout().Close()
 	}()
 	sp := &stdioProc{p: p, exited: p.Done()}
-	return sp, &sdk.IOTransport{Reader: pr, Writer: nopCloser{p.Stdin()}, MaxLineLength: maxFrame + 64}, nil
+	return sp, &sdk.IOTransport{Reader: pr, Writer: stdinWriter{p.Stdin(), lists}, MaxLineLength: maxFrame + 64}, nil
 }
 
-// nopCloser leaves closing stdin to the process's stop ladder.
-type nopCloser struct{ io.Writer }
+// stdinWriter notes our tools/list requests for the filter, and leaves
+// closing stdin to the process's stop ladder.
+type stdinWriter struct {
+	w     io.Writer
+	lists *listWatch
+}
 
-func (nopCloser) Close() error { return nil }
+func (s stdinWriter) Write(p []byte) (int, error) {
+	s.lists.note(p)
+	return s.w.Write(p)
+}
+
+func (stdinWriter) Close() error { return nil }
 
 // exitedWithin waits up to d for the process to be reaped: a server whose
 // connection just broke is usually exiting, and how it ended (its exit

@@ -207,6 +207,11 @@ func (r *Restartable) Close() {
 //	MCPTEST_EXIT=n          write to stderr and exit n at once
 //	MCPTEST_HANG=1          never answer (read stdin until it closes)
 //	MCPTEST_BANNER=1        print a non-JSON line to stdout first
+//	MCPTEST_NOISE=1         print JSON lines that are not JSON-RPC
+//	                        ({"hello":"world"}, [1,2,3], a bare string,
+//	                        an object with jsonrpc 1.0) before each answer
+//	MCPTEST_BAD_TOOLS=1     add to tools/list an undecodable entry and
+//	                        one with a 2,000-deep input schema
 //	MCPTEST_CANCEL_MARK=f   create file f when a "block" call is cancelled
 //	MCPTEST_CALL_LOG=f      append each called tool's name to file f
 //	MCPTEST_START_LOG=f     append a line to file f at each start
@@ -250,7 +255,8 @@ func Main() {
 			appendLine(log, name)
 		}
 	}
-	t := &mcp.IOTransport{Reader: os.Stdin, Writer: &corrupter{w: os.Stdout}}
+	t := &mcp.IOTransport{Reader: os.Stdin, Writer: &corrupter{w: os.Stdout,
+		noise: os.Getenv("MCPTEST_NOISE") == "1", badTools: os.Getenv("MCPTEST_BAD_TOOLS") == "1"}}
 	if err := NewServer(o).Run(context.Background(), t); err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
@@ -267,11 +273,34 @@ func appendLine(path, line string) {
 	}
 }
 
-// corrupter cuts in half every line that carries Corrupt.
+// corrupter cuts in half every line that carries Corrupt, and writes the
+// noise and bad tools Main's environment asks for.
 type corrupter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf bytes.Buffer
+	mu              sync.Mutex
+	w               io.Writer
+	buf             bytes.Buffer
+	noise, badTools bool
+}
+
+// noiseLines are valid JSON, none a JSON-RPC 2.0 message.
+const noiseLines = `{"hello":"world"}
+[1,2,3]
+"just a string"
+{"jsonrpc":"1.0","id":1,"result":{}}
+{"jsonrpc":"2.0"}
+[]
+`
+
+// BadTools are the names of the tools MCPTEST_BAD_TOOLS adds: one whose
+// entry does not decode as a tool, one whose schema is 2,000 deep.
+var BadTools = []string{"undecodable", "deep"}
+
+// badToolEntries are the entries MCPTEST_BAD_TOOLS puts first in the
+// tools/list result.
+func badToolEntries() string {
+	deep := strings.Repeat(`{"type":"object","properties":{"x":`, 2000) + `{"type":"string"}` + strings.Repeat(`}}`, 2000)
+	return `{"name":"undecodable","inputSchema":"not a schema","annotations":7},` +
+		`{"name":"deep","inputSchema":` + deep + `},`
 }
 
 func (c *corrupter) Write(p []byte) (int, error) {
@@ -288,6 +317,14 @@ func (c *corrupter) Write(p []byte) (int, error) {
 		done += len(line)
 		if bytes.Contains(line, []byte(Corrupt)) {
 			line = append(line[:len(line)/2:len(line)/2], '\n')
+		}
+		if c.badTools && bytes.Contains(line, []byte(`"tools":[`)) {
+			line = bytes.Replace(line, []byte(`"tools":[`), []byte(`"tools":[`+badToolEntries()), 1)
+		}
+		if c.noise {
+			if _, err := io.WriteString(c.w, noiseLines); err != nil {
+				return 0, err
+			}
 		}
 		if _, err := c.w.Write(line); err != nil {
 			return 0, err
