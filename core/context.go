@@ -176,8 +176,14 @@ func parseBranchLine(s string) (branch, tracking string) {
 // headBranch reads the branch from .git/HEAD (following a worktree's
 // "gitdir:" file), for when git cannot be run.
 func headBranch(root string) string {
+	// .git and HEAD are the repository's: a FIFO or a link to /dev/zero
+	// must not hang or fill dsh.
+	read := func(p string) ([]byte, error) {
+		f, err := saferead.Policy{Roots: []string{"/"}, Max: 4 << 10}.Read(p)
+		return f.Data, err
+	}
 	gitDir := filepath.Join(root, ".git")
-	if data, err := os.ReadFile(gitDir); err == nil {
+	if data, err := read(gitDir); err == nil {
 		if d, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
 			if !filepath.IsAbs(d) {
 				d = filepath.Join(root, d)
@@ -185,7 +191,7 @@ func headBranch(root string) string {
 			gitDir = d
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := read(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
 		return ""
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/saferead"
 	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
@@ -243,7 +244,7 @@ func (f *settingFlags) loadConfig(s *Settings) (fileConfig, error) {
 	if s.ConfigPath == "" {
 		return fileConfig{}, nil
 	}
-	data, err := os.ReadFile(s.ConfigPath)
+	data, err := readConfigFile(s.ConfigPath)
 	switch {
 	case err == nil:
 		return parseConfig(s.ConfigPath, data)
@@ -252,6 +253,19 @@ func (f *settingFlags) loadConfig(s *Settings) (fileConfig, error) {
 		return fileConfig{}, nil
 	}
 	return fileConfig{}, fmt.Errorf("config file: %w", err)
+}
+
+// Bounds of reading the config file: it is a few KiB of JSON; more is a
+// mistake (DSH_CONFIG=/dev/zero), and so is a wait (a FIFO, a stuck mount).
+const (
+	maxConfigBytes = 4 << 20
+	configTimeout  = 5 * time.Second
+)
+
+// readConfigFile reads the config file: a regular file, bounded in size
+// and time, so a wrong DSH_CONFIG fails with a clear error at once.
+func readConfigFile(path string) ([]byte, error) {
+	return saferead.ReadWhole(path, maxConfigBytes, configTimeout)
 }
 
 // resolve applies flags → environment → config file → defaults, and checks

@@ -130,7 +130,7 @@ func trustDir(dir string) (string, error) {
 // absent file is an empty object); the file must pass the same checks as
 // when dsh starts, so trust never writes into a file dsh would refuse.
 func readConfigObject(path string) (map[string]json.RawMessage, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[string]json.RawMessage{}, nil
 	}

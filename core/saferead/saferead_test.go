@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // home makes a fake home with a private key, and a workspace in it.
@@ -132,5 +133,31 @@ func writeFile(t *testing.T, p, s string) {
 	}
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestReadWhole(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	if _, err := ReadWhole(fifo, 1<<20, time.Second); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("FIFO: %v", err)
+	}
+	if _, err := ReadWhole("/dev/zero", 1<<20, time.Second); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("/dev/zero: %v", err)
+	}
+	big := filepath.Join(dir, "big.json")
+	writeFile(t, big, strings.Repeat(" ", 2000))
+	if _, err := ReadWhole(big, 1000, time.Second); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("big: %v", err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(big, link); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := ReadWhole(link, 4000, time.Second); err != nil || len(data) != 2000 {
+		t.Fatalf("link: %d bytes, %v", len(data), err)
 	}
 }
