@@ -504,7 +504,7 @@ func (s *Session) toolEnv(turn int, callID string, caps model.Caps) *tool.Env {
 	defer s.mu.Unlock()
 	return &tool.Env{SessionID: s.id, CallID: callID, Turn: turn, Cwd: s.header.Cwd, Files: s.files, Exec: s.exec,
 		Reads: s.reads, Record: s.Record, ModelImages: caps.Images, SaveAttachment: s.SaveAttachment, Spill: s.spill, Jobs: s.jobs, BashYield: s.rt.cfg.BashYield,
-		PermissionMode: string(s.mode), AdditionalDirs: append([]string(nil), s.dirs...)}
+		PermissionMode: string(s.mode), AdditionalDirs: append([]string(nil), s.dirs...), TmpDir: s.tmpDir()}
 }
 
 // prepare validates a call and asks the gate. It returns with out set when

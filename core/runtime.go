@@ -105,6 +105,9 @@ type Config struct {
 	// session, per 5 minutes (0: mcp's default, 3; negative: never).
 	MCPRestarts     int
 	MCPStartTimeout time.Duration
+	// ToolLists are the user's allow and deny lists of tools, applied by
+	// every session's permission gate in every mode.
+	ToolLists permission.Lists
 	// Version is dsh's version, told to MCP servers.
 	Version string
 	// Extensions say where extension files are read and which

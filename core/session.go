@@ -625,6 +625,7 @@ func (s *Session) Close(ctx context.Context) error {
 		s.rt.log.Warn("session did not settle before close", "session", s.id, "err", err)
 	}
 	s.jobs.Close() // no background job outlives its session
+	s.removeTmp()
 	mcpErr := s.closeMCP(ctx)
 	err := errors.Join(s.lg.Close(), mcpErr)
 	s.rt.forget(s)
@@ -753,7 +754,7 @@ func (s *Session) Rules() *permission.Rules { return s.rt.rulesFor(s.header.Cwd)
 // gateway answers a child's permission requests with its parent's gate).
 func (s *Session) Decide(ctx context.Context, req permission.Request) permission.Decision {
 	s.mu.Lock()
-	g := permission.Gate{Mode: s.mode, Rules: s.rt.rulesFor(s.header.Cwd), Asker: s.asker}
+	g := permission.Gate{Mode: s.mode, Rules: s.rt.rulesFor(s.header.Cwd), Asker: s.asker, Lists: s.rt.cfg.ToolLists}
 	s.mu.Unlock()
 	if req.Workspace == "" {
 		req.Workspace = s.header.Cwd

@@ -55,6 +55,15 @@ type fileConfig struct {
 	// TrustedProjects are folders whose project hooks (.dsh/settings.json,
 	// .claude/settings.json) and command !-lines may run (`dsh trust`).
 	TrustedProjects []string `json:"trustedProjects"`
+	// SandboxWritablePaths are more folders sandboxed commands may write.
+	SandboxWritablePaths []string `json:"sandboxWritablePaths"`
+	// CommandEnv names the variables (or NAME* prefixes) the commands the
+	// model runs inherit besides the base set.
+	CommandEnv []string `json:"commandEnv"`
+	// AllowedTools and DisallowedTools are standing allow and deny lists:
+	// tool names or TOOL(PATTERN) rules.
+	AllowedTools    []string `json:"allowedTools"`
+	DisallowedTools []string `json:"disallowedTools"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

@@ -161,6 +161,7 @@ func settingRows(s Settings) [][3]string {
 	if len(s.SandboxHidePaths) > 0 {
 		values["sandboxHidePaths"] = strings.Join(s.SandboxHidePaths, ", ")
 	}
+	dailyRows(s, values)
 	if s.ContextWindow == 0 {
 		values["contextWindow"] = "the model's"
 	}

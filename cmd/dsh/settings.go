@@ -70,6 +70,15 @@ type Settings struct {
 	// SandboxHidePaths are secret places added to the built-in ones
 	// (absolute, ~ expanded), from the config file and the environment.
 	SandboxHidePaths []string
+	// SandboxWritablePaths are folders sandboxed commands may write besides
+	// the built-in toolchain homes (checked writable at start).
+	SandboxWritablePaths []string
+	// CommandEnv are the variables (names, NAME* prefixes) commands inherit
+	// besides the base set (commandEnv, DSH_COMMAND_ENV).
+	CommandEnv []string
+	// ToolLists are the allow and deny lists of tools (--allowed-tools,
+	// --disallowed-tools, allowedTools, disallowedTools).
+	ToolLists permission.Lists
 	// MCPServers are the config file's "mcpServers" (an unusable entry is
 	// kept with Invalid set, and reported when a session starts).
 	MCPServers []mcp.ServerConfig
@@ -96,6 +105,7 @@ type settingFlags struct {
 	contextWindow, compactAt                                                      string
 	patches                                                                       []string
 	sandbox                                                                       string
+	allowedTools, disallowedTools                                                 []string
 }
 
 // envDoc lists every environment variable dsh reads, for --help.
@@ -119,6 +129,8 @@ const envDoc = `Environment:
   DSH_SANDBOX            auto | required | off: contain the commands the model runs (default auto)
   DSH_SANDBOX_NETWORK    false turns the network off for sandboxed commands (default true)
   DSH_SANDBOX_HIDE_PATHS more places sandboxed commands cannot read, ':'-separated (added to the config file's)
+  DSH_SANDBOX_WRITABLE_PATHS more folders sandboxed commands may write, ':'-separated (added to the config file's)
+  DSH_COMMAND_ENV        more variables commands inherit: names or NAME* prefixes, commas or spaces between
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
   DSH_MCP_START_WAIT     how long opening a session waits for its MCP servers, e.g. 10s (default 1.5s)
@@ -153,6 +165,14 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	fs.StringVar(&f.contextWindow, "context-window", "", "context window in tokens (default: the model's) [$DSH_CONTEXT_WINDOW]")
 	fs.StringVar(&f.compactAt, "compact-at", "", "share of the window at which a session compacts (default 0.8) [$DSH_COMPACT_AT]")
 	fs.StringVar(&f.sandbox, "sandbox", "", "contain the commands the model runs: auto | required | off [$DSH_SANDBOX]")
+	fs.Func("allowed-tools", "tools that run without asking, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable)", func(v string) error {
+		f.allowedTools = append(f.allowedTools, v)
+		return nil
+	})
+	fs.Func("disallowed-tools", "tools that are refused, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable)", func(v string) error {
+		f.disallowedTools = append(f.disallowedTools, v)
+		return nil
+	})
 	fs.StringVar(&f.logLevel, "log-level", "", "stderr diagnostics: debug | info | warn | error [$DSH_LOG_LEVEL]")
 	return f
 }
@@ -421,6 +441,9 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 	}
 	s.Patches = f.patches
 	if err := f.resolveSandbox(r, s, fc); err != nil {
+		return err
+	}
+	if err := f.resolveDaily(r, s, fc); err != nil {
 		return err
 	}
 	s.LogLevel = slog.LevelWarn

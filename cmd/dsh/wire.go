@@ -123,7 +123,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		},
 		Defaults:       event.Config{Provider: s.Provider, Model: s.Model, ReasoningEffort: s.ReasoningEffort, MaxTokens: s.MaxTokens},
 		PermissionMode: permission.Mode(s.PermissionMode),
-		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}}), sb),
+		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}, CommandEnv: s.CommandEnv}), sb),
 		StepCap:        s.StepCap,
 		LoopWarnAt:     s.Agent.LoopWarnAt,
 		LoopStopAt:     s.Agent.LoopStopAt,
@@ -139,6 +139,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		MCPServers:       s.MCPServers,
 		MCPStartWait:     s.MCPStartWait,
 		MCPRestarts:      mcpRestarts(s.MCPRestarts),
+		ToolLists:        s.ToolLists,
 		Version:          version,
 		Extensions:       extensions(s, logger),
 	})
@@ -258,8 +259,9 @@ func secretPlaces(s Settings) []string {
 
 // newSandbox builds the sandbox of the commands the model runs: hidden are
 // the secret places and the session root; writable besides each session's
-// own folders are the tool caches, so go build and npm install keep
-// working. Where the machine cannot contain fully, the user is told once.
+// own folders are the toolchain homes (toolchainHomes) and the
+// sandboxWritablePaths setting's, so builds and installs keep working.
+// Where the machine cannot contain fully, the user is told once.
 func newSandbox(s Settings, self string, logger *slog.Logger) (*sandbox.Sandbox, <-chan struct{}) {
 	home, _ := os.UserHomeDir()
 	at := func(env, def string) string {
@@ -275,12 +277,7 @@ func newSandbox(s Settings, self string, logger *slog.Logger) (*sandbox.Sandbox,
 	if s.ConfigPath != "" {
 		hidden = append(hidden, s.ConfigPath)
 	}
-	writable := []string{at("XDG_CACHE_HOME", ".cache"), at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE")}
-	if gp := os.Getenv("GOPATH"); gp != "" {
-		writable = append(writable, filepath.Join(gp, "pkg", "mod"))
-	} else if home != "" {
-		writable = append(writable, filepath.Join(home, "go", "pkg", "mod"))
-	}
+	writable := append(toolchainHomes(home, at), s.SandboxWritablePaths...)
 	sb := sandbox.New(sandbox.Config{Setting: sandbox.Setting(s.Sandbox), Network: s.SandboxNetwork, Hidden: hidden, Writable: writable, Reaper: self})
 	// The probe runs while the door starts (it would add ~11 ms to every
 	// start of a non-root dsh); its notice is logged when it is done.

@@ -44,17 +44,21 @@ type Gate struct {
 	Mode  Mode
 	Rules *Rules // nil: nothing remembered, "always" answers act once
 	Asker Asker  // nil: no one can be asked
+	// Lists are the user's standing allow and deny lists (see Lists).
+	Lists Lists
 }
 
 // Decide returns the verdict for req. It blocks while the Asker asks and
 // honours ctx: a cancelled ctx is a cancelled decision.
 //
+//   - a call the deny list (Lists) matches is refused, in every mode.
 //   - full: everything allowed.
 //   - exempt tools (todo_write): always allowed.
 //   - a matching deny rule refuses (in every mode but full).
 //   - a command line that cannot be analysed with confidence and mentions
 //     a denied command is asked about (refused when no one can be asked),
 //     whatever the mode would allow.
+//   - a call the allow list matches is allowed, in every mode.
 //   - read-only: reads inside the workspace; everything else refused.
 //   - ask: reads inside the workspace free; the rest by allow rule or asked.
 //   - auto: reads, writes and commands inside the workspace free; anything
@@ -69,6 +73,10 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 	if mode == "" {
 		mode = ModeAsk
 	}
+	listed, inList := g.Lists.match(req)
+	if inList && !listed.Allow {
+		return Decision{By: ByRule, Rule: listed.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the disallowed-tools list (%s)", action(req, ""), listed)}
+	}
 	if mode == ModeFull {
 		return Decision{Allow: true, By: ByMode}
 	}
@@ -81,11 +89,18 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 		r := rule
 		return Decision{By: ByRule, Rule: r.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), r)}
 	}
+	if r, ok := g.Lists.suspect(req); ok {
+		why := fmt.Sprintf("%s cannot be analysed with confidence and may run what the disallowed-tools list refuses (%s)", action(req, ""), r)
+		return g.askWhy(ctx, req, why, false)
+	}
 	if mode != ModeReadOnly && (!ruled || rule.Allow) {
 		if r, ok := g.Rules.Suspect(req); ok {
 			why := fmt.Sprintf("%s cannot be analysed with confidence and may run what the rule %s refuses", action(req, ""), r)
 			return g.askWhy(ctx, req, why, false)
 		}
+	}
+	if inList {
+		return Decision{Allow: true, By: ByRule, Rule: listed.String() + " (allowed-tools list)"}
 	}
 	if req.Kind == string(tool.KindMCP) || req.Kind == string(tool.KindMCPRead) {
 		return g.decideMCP(ctx, req, mode, rule, ruled)

@@ -204,6 +204,10 @@ func mountView(p Policy) error {
 		fd   int
 	}
 	var keeps []keep
+	tmpFD, err := openTmp(p.Tmp)
+	if err != nil {
+		return err
+	}
 	for _, w := range p.Writable {
 		if !under(w, covers) {
 			continue
@@ -217,7 +221,13 @@ func mountView(p Policy) error {
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	if err := syscall.Mount("tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+	if tmpFD >= 0 {
+		err = syscall.Mount(fmt.Sprintf("/proc/self/fd/%d", tmpFD), "/tmp", "", syscall.MS_BIND|syscall.MS_REC, "")
+		syscall.Close(tmpFD)
+	} else {
+		err = syscall.Mount("tmpfs", "/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777")
+	}
+	if err != nil {
 		return fmt.Errorf("private /tmp: %w", err)
 	}
 	for _, h := range p.Hidden {
@@ -236,6 +246,23 @@ func mountView(p Policy) error {
 		syscall.Close(k.fd)
 	}
 	return nil
+}
+
+// openTmp makes the session's temp folder if it is not there yet and
+// opens it (O_PATH) before anything covers the way to it: it lies in the
+// session's folder, under the hidden session root. -1 for none.
+func openTmp(dir string) (int, error) {
+	if dir == "" {
+		return -1, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return -1, fmt.Errorf("session /tmp: %w", err)
+	}
+	fd, err := syscall.Open(dir, oPath|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("session /tmp %s: %w", dir, err)
+	}
+	return fd, nil
 }
 
 // cover hides one place: an empty tmpfs over a folder, /dev/null over a

@@ -14,6 +14,10 @@ type Policy struct {
 	Hidden   []string `json:"hidden,omitempty"`
 	Network  bool     `json:"network"`
 	ReadOnly bool     `json:"readOnly,omitempty"`
+	// Tmp is the host folder shown as the command's /tmp in the mount
+	// namespace (the session's, shared by its commands and jobs); "" is a
+	// fresh tmpfs for the one command.
+	Tmp string `json:"tmp,omitempty"`
 	// Namespaces: the reaper runs in fresh PID and mount namespaces (and a
 	// network namespace when Network is false), so it mounts /proc, a
 	// private /tmp and the hiding mounts.

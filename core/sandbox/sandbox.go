@@ -233,6 +233,10 @@ type Scope struct {
 	ReadOnly bool
 	// Unconfined runs the command without a sandbox (permission mode full).
 	Unconfined bool
+	// Tmp is the session's private temp folder, the command's /tmp where
+	// the machine gives it a mount namespace (made on first use; the
+	// session removes it when it closes). "" gives each command its own.
+	Tmp string
 }
 
 // Command is how one command is started: the reaper flags, the
@@ -323,6 +327,9 @@ func (s *Sandbox) Fallback(c Command, err error) (Command, bool) {
 
 func (s *Sandbox) policy(sc Scope) Policy {
 	p := Policy{Network: s.cfg.Network, ReadOnly: sc.ReadOnly, Hidden: clean(s.cfg.Hidden)}
+	if sc.Tmp != "" && filepath.IsAbs(sc.Tmp) {
+		p.Tmp = filepath.Clean(sc.Tmp)
+	}
 	if !sc.ReadOnly {
 		p.Writable = clean(append(append([]string{sc.Workspace}, sc.Writable...), s.cfg.Writable...))
 	}
@@ -360,7 +367,7 @@ func (s *Sandbox) Describe() string {
 	case LandlockOnly:
 		return " Commands run in a sandbox: they may write only inside the workspace, its additional directories, the tool caches and /tmp; other writes fail with \"Permission denied\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) cannot be read." + s.netText()
 	}
-	return " Commands run in a sandbox: they may write only inside the workspace, its additional directories and the tool caches (go, npm); /tmp is private to each call (gone after it); other writes fail with \"Permission denied\" or \"Read-only file system\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) are empty, and dsh's own process is not visible." + s.netText()
+	return " Commands run in a sandbox: they may write only inside the workspace, its additional directories and the toolchain homes (caches of go, cargo, npm, Maven, Gradle, ~/.local); /tmp is private to this session, shared by its commands and jobs; other writes fail with \"Permission denied\" or \"Read-only file system\". Secret places (~/.ssh, ~/.aws, ~/.gnupg, dsh's config and session logs) are empty, and dsh's own process is not visible." + s.netText()
 }
 
 func (s *Sandbox) netText() string {

@@ -157,4 +157,7 @@ type Env struct {
 	// AdditionalDirs are folders besides the workspace that the session
 	// may write (ACP additionalDirectories); commands may write them too.
 	AdditionalDirs []string
+	// TmpDir is the session's private temp folder: sandboxed commands and
+	// jobs see it as /tmp ("" gives each command its own).
+	TmpDir string
 }

@@ -22,11 +22,14 @@ const (
 
 const bashSchema = `{"type":"object","properties":{"command":{"type":"string","description":"The command line, run with /bin/bash -c in a fresh shell (no state is kept between calls). stdin is empty; do not start interactive programs."},"description":{"type":"string","description":"What the command does, in 5-10 words, shown to the user."},"run_in_background":{"type":"boolean","description":"Start the command as a background job and return at once with its job id and first output; it keeps running after the call (a dev server, a watcher, a long build). Read its new output with job_output, stop it with job_kill, see all jobs with job_list. Background jobs have no timeout and are killed when the session ends. Default false."},"timeout_ms":{"type":"integer","minimum":1,"description":"Timeout in milliseconds, at most 600000 (10 minutes): the command is waited for and killed when it runs longer. Without it, a command still running after 30 seconds (the default) goes on as a background job: the call returns its output so far and the job id, and job_output follows it; one that runs on past 2 minutes without yielding is killed."},"workdir":{"type":"string","description":"Folder to run in, inside the workspace, absolute or relative to the working directory. Default: the working directory."}},"required":["command","description"],"additionalProperties":false}`
 
-const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Credentials such as API keys and tokens are removed from its environment. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
+const bashDescription = `Run a shell command with bash and return its combined stdout and stderr, then "[exit code: N]". Output over 47 KB keeps its beginning and end with the cut marked, and the whole output is saved in a file that read and grep can page. The command and everything it starts are killed on timeout or cancel; nothing keeps running after the call, unless run_in_background starts it as a job. Its environment holds only the usual variables (PATH, HOME, locale, toolchain homes) and those the user passes: no credentials. Prefer read, glob, grep, edit and write over cat, find, grep, sed and echo for files.`
 
 type bashTool struct {
 	// sandbox is what the tool's description tells of (nil: nothing).
 	sandbox *sandbox.Sandbox
+	// envPass are the variables commands inherit besides the base set
+	// (the commandEnv setting; see CommandEnv).
+	envPass []string
 }
 
 // WithSandbox returns tools with the bash tool's description telling the
@@ -36,8 +39,9 @@ type bashTool struct {
 func WithSandbox(tools []Tool, sb *sandbox.Sandbox) []Tool {
 	out := make([]Tool, len(tools))
 	for i, t := range tools {
-		if _, ok := t.(bashTool); ok {
-			t = bashTool{sandbox: sb}
+		if b, ok := t.(bashTool); ok {
+			b.sandbox = sb
+			t = b
 		}
 		out[i] = t
 	}
@@ -48,7 +52,7 @@ func WithSandbox(tools []Tool, sb *sandbox.Sandbox) []Tool {
 // workspace, the additional directories and the spill folder writable.
 func commandScope(env *Env) sandbox.Scope {
 	sc := sandbox.Scope{Workspace: env.Cwd, Writable: append([]string(nil), env.AdditionalDirs...),
-		ReadOnly: env.PermissionMode == "read-only", Unconfined: env.PermissionMode == "full"}
+		ReadOnly: env.PermissionMode == "read-only", Unconfined: env.PermissionMode == "full", Tmp: env.TmpDir}
 	if env.Spill != nil && env.Spill.Dir() != "" {
 		sc.Writable = append(sc.Writable, env.Spill.Dir())
 	}
@@ -144,7 +148,7 @@ func (t bashTool) Run(ctx context.Context, args json.RawMessage, env *Env) Resul
 		CallID:      env.CallID,
 		Command:     pl.args.Command,
 		Workdir:     pl.workdir,
-		Env:         NonInteractive(ScrubEnv(os.Environ())),
+		Env:         NonInteractive(CommandEnv(os.Environ(), t.envPass)),
 		Timeout:     pl.timeout,
 		OutputLimit: bashOutputLimit,
 		Scope:       commandScope(env),

@@ -43,7 +43,7 @@ func TestBash(t *testing.T) {
 		{name: "runs in workspace", args: obj{"command": "pwd", "description": "pwd"}, has: []string{te.ws + "\n"}},
 		{name: "workdir relative", args: obj{"command": "pwd; ls", "description": "pwd", "workdir": "sub"}, has: []string{filepath.Join(te.ws, "sub") + "\nf.txt\n"}},
 		{name: "pager", args: obj{"command": "echo $PAGER $GIT_PAGER", "description": "pager"}, has: []string{"cat cat\n"}},
-		{name: "credentials scrubbed", args: obj{"command": "env", "description": "env"}, has: []string{"DSH_HARMLESS=kept-value"}, not: []string{"sk-deepseek", "sk-openai", "GITHUB_TOKEN", "My_Client_Secret", "db_password", "DSH_PROVIDER_API_KEY"}},
+		{name: "environment by allow-list", args: obj{"command": "env", "description": "env"}, has: []string{"PATH=", "HOME="}, not: []string{"DSH_HARMLESS", "sk-deepseek", "sk-openai", "GITHUB_TOKEN", "My_Client_Secret", "db_password", "DSH_PROVIDER_API_KEY"}},
 		{name: "timeout clamped", args: obj{"command": "true", "description": "t", "timeout_ms": 3_600_000}, has: []string{"over the 10 minute maximum; using 600000", "[exit code: 0]"}},
 		{name: "workdir dotdot", args: obj{"command": "pwd", "description": "x", "workdir": ".."}, wantErr: true, has: []string{"is outside the workspace"}},
 		{name: "workdir symlink out", args: obj{"command": "pwd", "description": "x", "workdir": "out"}, wantErr: true, has: []string{outside + " is outside the workspace"}},
@@ -66,6 +66,11 @@ func TestBash(t *testing.T) {
 				}
 			}
 		})
+	}
+	passed := call(t, bashTool{envPass: []string{"DSH_HARM*", "DEEPSEEK_API_KEY"}}, te.Env, obj{"command": "env", "description": "env"})
+	contains(t, text(passed), "DSH_HARMLESS=kept-value")
+	if strings.Contains(text(passed), "sk-deepseek") {
+		t.Fatalf("commandEnv passed a model API key:\n%s", text(passed))
 	}
 	r := call(t, tBash, te.Env, obj{"command": "exit 4", "description": "x"})
 	if r.Meta == nil || r.Meta.Kind != "execute" || r.Meta.ExitCode == nil || *r.Meta.ExitCode != 4 {

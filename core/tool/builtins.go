@@ -10,13 +10,16 @@ func Builtins() []Tool { return BuiltinsWith(Options{}) }
 // Options are the user's settings of the built-in tools.
 type Options struct {
 	WebFetch WebFetchOptions
+	// CommandEnv are the variables (names, or prefixes ending in '*') that
+	// commands inherit besides the base set (CommandEnv).
+	CommandEnv []string
 }
 
 // BuiltinsWith returns the built-in tools configured by o, sorted by name.
 // Options change behaviour only, never a name, schema or description, so
 // the tool list stays byte-stable whatever the settings.
 func BuiltinsWith(o Options) []Tool {
-	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{}, todoTool{},
+	return Sort([]Tool{readTool{}, writeTool{}, editTool{}, multiEditTool{}, globTool{}, grepTool{}, bashTool{envPass: o.CommandEnv}, todoTool{},
 		jobOutputTool{}, jobKillTool{}, jobListTool{}, WebFetch(o.WebFetch)})
 }
 

@@ -47,7 +47,7 @@ func grepRipgrep(ctx context.Context, q grepQuery, col *grepCollector) error {
 		return errNoRipgrep
 	}
 	cmd := exec.CommandContext(ctx, rg, ripgrepArgs(q)...)
-	cmd.Env = ScrubEnv(os.Environ())
+	cmd.Env = CommandEnv(os.Environ(), nil)
 	stderr := newHeadTail(4096)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second

@@ -175,7 +175,7 @@ func startBash(req ExecRequest, o LocalExecOptions, out io.Writer) (*proc.Proces
 func startShell(req ExecRequest, o LocalExecOptions, stdin io.Reader, stdout, stderr io.Writer) (*proc.Process, proc.Ladder, error) {
 	env := req.Env
 	if env == nil {
-		env = NonInteractive(ScrubEnv(os.Environ()))
+		env = NonInteractive(CommandEnv(os.Environ(), nil))
 	}
 	argv := []string{"/bin/bash", "-c", req.Command}
 	ladder := proc.Ladder{Term: killGrace, Kill: killGrace}

@@ -1,0 +1,24 @@
+package core
+
+import "github.com/dsh-dev/dsh/core/mcp"
+
+// ToolListWarnings says which entries of the runtime's allow and deny
+// lists match none of the session's tools. Entries naming an MCP server
+// that is still starting are not judged yet.
+func (s *Session) ToolListWarnings() []string {
+	lists := s.rt.cfg.ToolLists
+	if lists.Empty() {
+		return nil
+	}
+	var names []string
+	for _, t := range s.Tools() {
+		names = append(names, t.Name())
+	}
+	starting := map[string]bool{}
+	for _, st := range s.MCPStatus() {
+		if st.State == mcp.StateStarting {
+			starting[st.Name] = true
+		}
+	}
+	return lists.Warnings(names, func(server string) bool { return starting[server] })
+}
