@@ -145,15 +145,11 @@ func sourceList(sources []string) string {
 // commands so go build, cargo, rustup, Maven, Gradle, pip --user, npm,
 // pnpm, yarn, bun and deno work. ~/.local is given by its parts, leaving
 // out ~/.local/state, where dsh keeps its sessions. at(env, rel) is the
-// variable's folder, else home/rel. The XDG cache folder is made when
-// missing (every cache under it needs it, Go's first); the others are
-// only opened when they exist, as the sandbox can only open what exists.
+// variable's folder, else home/rel. Only folders that exist are opened
+// (Landlock can grant only those; dsh makes nothing outside the session
+// root and the workspace).
 func toolchainHomes(home string, at func(env, rel string) string) []string {
-	cache := at("XDG_CACHE_HOME", ".cache")
-	if cache != "" {
-		_ = os.MkdirAll(cache, 0o700)
-	}
-	out := []string{cache, at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE"),
+	out := []string{at("XDG_CACHE_HOME", ".cache"), at("npm_config_cache", ".npm"), os.Getenv("GOCACHE"), os.Getenv("GOMODCACHE"),
 		at("GOPATH", "go"), at("CARGO_HOME", ".cargo"), at("RUSTUP_HOME", ".rustup"), at("GRADLE_USER_HOME", ".gradle"),
 		at("BUN_INSTALL", ".bun"), at("DENO_DIR", ".deno"), at("PNPM_HOME", filepath.Join(".local", "share", "pnpm")),
 		at("YARN_CACHE_FOLDER", ".yarn"), os.Getenv("PIP_CACHE_DIR"), os.Getenv("UV_CACHE_DIR")}
