@@ -53,7 +53,11 @@ func (k *asker) Ask(ctx context.Context, req permission.Request) (permission.Ans
 		return "", fmt.Errorf("%w: %v", permission.ErrNoAsker, err)
 	}
 	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(req.CallID), Status: sdk.Ptr(sdk.ToolCallStatusPending),
-		RawInput: rawInput(string(req.RawInput)), Locations: locations(req.Paths), Kind: sdk.Ptr(toolKind(req.Tool, tool.Kind(req.Kind)))}
+		RawInput: rawInput(string(req.RawInput), req.Paths), Locations: locations(req.Paths),
+		Content: permissionContent(ctx, req.Preview)}
+	if req.ShowKind != "" {
+		tc.Kind = sdk.Ptr(sdk.ToolKind(req.ShowKind))
+	}
 	if req.Title != "" {
 		tc.Title = sdk.Ptr(req.Title)
 	}

@@ -65,18 +65,6 @@ func addMCP(s *core.Session, servers []sdk.McpServer) {
 	s.AddMCPServers(mcpServers(servers))
 }
 
-// mcpKind is the ACP kind of an MCP tool, from its annotations.
-func mcpKind(t *mcp.Tool) sdk.ToolKind {
-	h := t.Hints()
-	switch {
-	case h.ReadOnly && h.OpenWorld:
-		return sdk.ToolKindFetch
-	case h.ReadOnly:
-		return sdk.ToolKindRead
-	}
-	return sdk.ToolKindOther
-}
-
 // mcpFailures is the chat message telling the user which of the session's
 // MCP servers failed, or "" when none did.
 func mcpFailures(s *core.Session) string {

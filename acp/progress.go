@@ -101,8 +101,7 @@ func (p *projector) childEvent(callID string, ev event.Event) (sdk.SessionUpdate
 		if err != nil {
 			return sdk.SessionUpdate{}, false
 		}
-		info, _ := p.a.describeCall(p.st, tc.CallID, tc.Name, tc.Arguments)
-		d.Kind, d.Title = event.ProgressToolCall, info.title
+		d.Kind, d.Title = event.ProgressToolCall, p.st.s.ToolFacts(tc).Title
 	case event.TypeAssistantMessage:
 		am, err := event.Decode[event.AssistantMessage](ev)
 		if err != nil {

@@ -5,16 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/permission"
-	"github.com/dsh-dev/dsh/core/tool"
 )
 
 // Bounds of what one update carries, so a frame stays far below the 10 MiB
@@ -28,9 +25,8 @@ const (
 // projector turns one session's committed events into ACP updates. It is
 // used by the pump goroutine only.
 type projector struct {
-	a     *agent
-	st    *sessState
-	calls map[string]callInfo
+	a  *agent
+	st *sessState
 	// The mode and model configuration last announced, to send
 	// current_mode_update only when the mode changed.
 	mode permission.Mode
@@ -43,14 +39,8 @@ type projector struct {
 	progress map[string]*childProgress
 }
 
-type callInfo struct {
-	name  string
-	kind  sdk.ToolKind
-	title string
-}
-
 func newProjector(a *agent, st *sessState) *projector {
-	return &projector{a: a, st: st, calls: map[string]callInfo{}, mode: st.s.Mode()}
+	return &projector{a: a, st: st, mode: st.s.Mode()}
 }
 
 // live projects a committed event, unless a replay already covered it.
@@ -182,20 +172,7 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		if err != nil {
 			return p.bad(ev, err)
 		}
-		info, access := p.a.describeCall(p.st, tc.CallID, tc.Name, tc.Arguments)
-		p.calls[tc.CallID] = info
-		opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(info.kind), sdk.WithStartStatus(sdk.ToolCallStatusPending),
-			sdk.WithStartRawInput(rawInput(tc.Arguments))}
-		if locs := locations(access.Paths); len(locs) > 0 {
-			opts = append(opts, sdk.WithStartLocations(locs))
-		}
-		id, execute := tc.CallID, tc.Name == "bash" // the one tool that runs commands through the Executor
-		return []sdk.SessionUpdate{sdk.StartToolCall(sdk.ToolCallId(tc.CallID), info.title, opts...)}, func() {
-			p.st.calls[id] = false
-			if execute {
-				p.st.execs = append(p.st.execs, execCall{id: id})
-			}
-		}
+		return p.toolCall(tc)
 
 	case event.TypePermissionDecision:
 		d, err := event.Decode[event.PermissionDecision](ev)
@@ -395,8 +372,7 @@ func (p *projector) result(callID string, r event.ContentBlock, rawMeta json.Raw
 	var content []sdk.ToolCallContent
 	switch {
 	case meta.Diff != nil && !r.IsError && !meta.Diff.Elided && diffSize(meta.Diff) <= maxDiffBytes:
-		d := meta.Diff
-		content = append(content, sdk.ToolCallContent{Diff: &sdk.ToolCallContentDiff{Path: d.Path, OldText: d.OldText, NewText: d.NewText, Type: "diff"}})
+		content = append(content, diffContent(meta.Diff))
 	case meta.Diff != nil && !r.IsError:
 		shown := text
 		if d := meta.Diff.Unified; d != "" {
@@ -482,80 +458,23 @@ func locations(paths []string) []sdk.ToolCallLocation {
 	return out
 }
 
-// rawInput is the call's arguments as JSON, or as the string the model sent
-// when it is not JSON.
-func rawInput(args string) any {
-	if json.Valid([]byte(args)) {
-		return json.RawMessage(args)
+// toolCall is the tool_call update of a committed call: its recorded
+// facts (core's; a call of an old log gets them computed on read), its
+// bounded arguments. The note tracks the call, and a bash call as one the
+// client's terminal may run — by the tool that ran, so a model's "Bash"
+// is tracked as bash.
+func (p *projector) toolCall(tc event.ToolCall) ([]sdk.SessionUpdate, func()) {
+	f := p.st.s.ToolFacts(tc)
+	opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(sdk.ToolKind(f.Kind)), sdk.WithStartStatus(sdk.ToolCallStatusPending),
+		sdk.WithStartRawInput(rawInput(tc.Arguments, f.Paths))}
+	if locs := locations(f.Paths); len(locs) > 0 {
+		opts = append(opts, sdk.WithStartLocations(locs))
 	}
-	return args
-}
-
-// describeCall names a call for the client: its ACP kind, a title and the
-// paths it touches, from the tool's own Inspect.
-func (a *agent) describeCall(st *sessState, callID, name, args string) (info callInfo, access tool.Access) {
-	info = callInfo{name: name, kind: toolKind(name, ""), title: name}
-	var t tool.Tool
-	tools := a.rt.Tools()
-	if st.s != nil {
-		tools = st.s.Tools() // with the session's MCP tools
-	}
-	for _, x := range tools {
-		if x.Name() == name {
-			t = x
-			break
+	id, execute := tc.CallID, tc.Tool() == "bash" // the one tool that runs commands through the Executor
+	return []sdk.SessionUpdate{sdk.StartToolCall(sdk.ToolCallId(tc.CallID), f.Title, opts...)}, func() {
+		p.st.calls[id] = false
+		if execute {
+			p.st.execs = append(p.st.execs, execCall{id: id})
 		}
 	}
-	if t == nil {
-		return info, access
-	}
-	info.kind = toolKind(name, t.Kind())
-	if mt, ok := t.(*mcp.Tool); ok {
-		info.kind = mcpKind(mt)
-	}
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				a.log.Warn("acp: tool Inspect panicked", "tool", name, "panic", v)
-			}
-		}()
-		raw := strings.TrimSpace(args)
-		if raw == "" {
-			raw = "{}"
-		}
-		acc, err := t.Inspect(json.RawMessage(raw), &tool.Env{SessionID: st.id, CallID: callID, Cwd: st.cwd})
-		if err == nil {
-			access = acc
-			if acc.Title != "" {
-				info.title = acc.Title
-			}
-		}
-	}()
-	return info, access
-}
-
-// toolKind maps our tools onto ACP's kinds, by name first (glob and grep
-// search, todo_write thinks), then by class.
-func toolKind(name string, k tool.Kind) sdk.ToolKind {
-	switch name {
-	case "read":
-		return sdk.ToolKindRead
-	case "write", "edit":
-		return sdk.ToolKindEdit
-	case "glob", "grep":
-		return sdk.ToolKindSearch
-	case "bash":
-		return sdk.ToolKindExecute
-	case "todo_write":
-		return sdk.ToolKindThink
-	}
-	switch k {
-	case tool.KindRead:
-		return sdk.ToolKindRead
-	case tool.KindMutate:
-		return sdk.ToolKindEdit
-	case tool.KindExecute:
-		return sdk.ToolKindExecute
-	}
-	return sdk.ToolKindOther
 }

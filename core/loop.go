@@ -365,11 +365,14 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	// The message and the calls it made are one write: a crash between
 	// them would leave calls that repair answers but no tool/call names.
 	evs, payloads := []event.Event{amEv}, []any{am}
+	caps := prov.Caps(cfg.Model)
 	for _, c := range calls {
 		tc := event.ToolCall{Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.Arguments, FromText: c.FromText}
 		if t, repaired := s.resolveTool(c.Name); repaired {
 			tc.RepairedName = t.Name()
 		}
+		facts := s.callFacts(c.Name, c.Arguments, s.toolEnv(turn, c.ID, caps))
+		tc.Facts = &facts
 		evs, payloads = append(evs, event.New(event.TypeToolCall, tc)), append(payloads, tc)
 	}
 	committed, err := s.commitAll(evs, payloads)
@@ -531,7 +534,7 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 	}
 	p.args = json.RawMessage(args)
 	env := s.toolEnv(turn, c.ID, caps)
-	acc, err := p.t.Inspect(p.args, env)
+	acc, err := s.inspect(p.t, p.args, env)
 	if err != nil {
 		p.out = &outcome{res: tool.ErrorResult("invalid arguments: " + err.Error()), code: event.ToolInvalidArguments}
 		return p
@@ -553,7 +556,8 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		d = permission.Decision{Allow: true, By: "session"}
 	} else {
 		d = s.Decide(ctx, permission.Request{CallID: c.ID, Tool: p.t.Name(), Kind: string(p.t.Kind()), Paths: acc.Paths,
-			Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args})
+			Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args,
+			ShowKind: displayKind(p.t), Preview: s.preview(p.t, p.args, env)})
 	}
 	verdict := "allow"
 	switch {

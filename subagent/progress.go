@@ -1,13 +1,10 @@
 package subagent
 
 import (
-	"encoding/json"
 	"strings"
 	"sync"
 
-	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/tool"
 )
 
 // An out-of-process child's events stay in its process: the parent's log
@@ -32,8 +29,8 @@ import (
 // maxQueuedProgress bounds the progress waiting for the parent's log.
 const maxQueuedProgress = 64
 
-// progressItem is one queued report; a tool call of a dsh child carries
-// its name and arguments, titled by the writer (Inspect may touch disk).
+// progressItem is one queued report; a tool call without a title carries
+// its name and arguments, titled by the writer.
 type progressItem struct {
 	p          event.SubagentProgress
 	name, args string
@@ -55,7 +52,7 @@ type reporter struct {
 
 // reporter starts the reporter of this call's child session childID.
 func (c *call) reporter(childID string) *reporter {
-	return newReporter(event.SubagentProgress{CallID: c.env.CallID, ChildSessionID: childID}, c.record, toolTitler(c.parent, c.cwd))
+	return newReporter(event.SubagentProgress{CallID: c.env.CallID, ChildSessionID: childID}, c.record, toolTitle)
 }
 
 // newReporter starts a reporter whose events carry base's ids; close it.
@@ -147,31 +144,16 @@ func (r *reporter) close() {
 	<-r.done
 }
 
-// toolTitler titles a dsh child's tool call as the parent's doors title
-// the parent's own calls (the tool's Inspect title, e.g. "Read main.go"):
-// the child runs the same tools. A tool the parent lacks, or arguments
-// its Inspect refuses, get the name and the start of the arguments.
-func toolTitler(parent *core.Session, cwd string) func(name, args string) string {
-	return func(name, args string) (title string) {
-		title = name
-		if r := []rune(strings.TrimSpace(args)); len(r) > 60 {
-			title += " " + string(r[:60]) + "…"
-		} else if len(r) > 0 {
-			title += " " + string(r)
-		}
-		defer func() { _ = recover() }() // a tool's Inspect must not take the gateway down
-		for _, t := range parent.Tools() {
-			if t.Name() != name {
-				continue
-			}
-			raw := strings.TrimSpace(args)
-			if raw == "" {
-				raw = "{}"
-			}
-			if acc, err := t.Inspect(json.RawMessage(raw), &tool.Env{SessionID: parent.ID(), Cwd: cwd}); err == nil && acc.Title != "" {
-				return acc.Title
-			}
-		}
-		return title
+// toolTitle titles a child's tool call that came without a title (a dsh
+// child older than recorded tool facts): its name and the start of its
+// arguments. The parent does not inspect the call with its own tools: the
+// child's were what ran.
+func toolTitle(name, args string) string {
+	title := name
+	if r := []rune(strings.TrimSpace(args)); len(r) > 60 {
+		title += " " + string(r[:60]) + "…"
+	} else if len(r) > 0 {
+		title += " " + string(r)
 	}
+	return title
 }

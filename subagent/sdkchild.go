@@ -115,11 +115,11 @@ func report(rep *reporter, ev event.Event) {
 	switch ev.Type {
 	case event.TypeToolCall:
 		if tc, err := event.Decode[event.ToolCall](ev); err == nil {
-			name := tc.Name
-			if tc.RepairedName != "" {
-				name = tc.RepairedName // the tool that ran
+			if tc.Facts != nil {
+				rep.toolCall(tc.Facts.Title, "", "") // as the child recorded it
+			} else {
+				rep.toolCall("", tc.Tool(), tc.Arguments) // a child older than recorded facts
 			}
-			rep.toolCall("", name, tc.Arguments)
 		}
 	case event.TypeAssistantMessage:
 		if am, err := event.Decode[event.AssistantMessage](ev); err == nil {

@@ -277,6 +277,44 @@ type ToolCall struct {
 	// FromText: the model wrote this call as markup in its reply's text
 	// (DeepSeek's chat-template tool-call or DSML form); dsh recovered it.
 	FromText bool `json:"fromText,omitempty"`
+	// Facts are what the call touches, as the runtime saw it when it
+	// committed the call; nil in logs written before they were recorded
+	// (core's Session.ToolFacts fills them in on read).
+	Facts *ToolFacts `json:"facts,omitempty"`
+}
+
+// ToolFacts describe a tool call for the people watching it, recorded once
+// with the call so every door shows the same thing and none recomputes it.
+type ToolFacts struct {
+	// Title is a short human title: "Edit main.go", "Run go test ./...".
+	Title string `json:"title"`
+	// Kind is what the call does, in the doors' common vocabulary (ACP's
+	// tool kinds): one of the ToolKind constants.
+	Kind string `json:"kind"`
+	// Paths are the files and folders it touches (absolute, links
+	// resolved), when the tool names any.
+	Paths []string `json:"paths,omitempty"`
+}
+
+// Kinds of tool calls (ToolFacts.Kind).
+const (
+	ToolKindRead    = "read"
+	ToolKindEdit    = "edit"
+	ToolKindDelete  = "delete"
+	ToolKindMove    = "move"
+	ToolKindSearch  = "search"
+	ToolKindExecute = "execute"
+	ToolKindThink   = "think"
+	ToolKindFetch   = "fetch"
+	ToolKindOther   = "other"
+)
+
+// Tool is the tool that ran: the repaired name when the model's differed.
+func (tc ToolCall) Tool() string {
+	if tc.RepairedName != "" {
+		return tc.RepairedName
+	}
+	return tc.Name
 }
 
 // ToolErrorInfo names a tool failure class.

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/dsh-dev/dsh/core/event"
 )
 
 // Mode is a permission mode (DESIGN.md §6).
@@ -46,6 +48,13 @@ type Request struct {
 	// additionalDirectories): paths under them are inside too.
 	Roots    []string
 	RawInput json.RawMessage // the call's arguments
+	// ShowKind is what the call does for the person asked, in the doors'
+	// vocabulary (event.ToolKind*); Kind is the gate's class.
+	ShowKind string
+	// Preview, when set, works out the change to a file the call would
+	// make (write, edit, multi_edit): an Asker calls it to show the change
+	// before the person approves it. It returns nil when it cannot.
+	Preview func(context.Context) *event.Diff
 }
 
 // Asker asks someone. ErrNoAsker (or a nil Asker) means nobody can be asked.

@@ -178,12 +178,13 @@ func (p *Progress) Event(ev event.Event) {
 		p.attempt(ev)
 	case event.TypeToolCall:
 		if d, err := event.Decode[event.ToolCall](ev); err == nil {
-			p.calls[d.CallID] = callLine{name: d.Name, started: p.now()}
-			if d.Name == subagentTool {
-				p.delegated[d.CallID] = strings.TrimPrefix(argSummary(d.Name, d.Arguments), ": ")
+			name := d.Tool() // the tool that ran, when the model misspelled it
+			p.calls[d.CallID] = callLine{name: name, started: p.now()}
+			if name == subagentTool {
+				p.delegated[d.CallID] = strings.TrimPrefix(argSummary(name, d.Arguments), ": ")
 			}
-			p.line("%s %s%s", p.mark("→", "36"), printableName(d.Name), argSummary(d.Name, d.Arguments))
-			p.waitFor("running " + printableName(d.Name))
+			p.line("%s %s%s", p.mark("→", "36"), printableName(name), argSummary(name, d.Arguments))
+			p.waitFor("running " + printableName(name))
 		}
 	case event.TypePermissionDecision:
 		p.permission(ev)
@@ -213,7 +214,7 @@ func (p *Progress) ChildEvent(callID string, ev event.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.childLine(callID, printableName(d.Name)+argSummary(d.Name, d.Arguments))
+	p.childLine(callID, printableName(d.Tool())+argSummary(d.Tool(), d.Arguments))
 }
 
 // childLine prints a subagent's step, naming what the call delegated

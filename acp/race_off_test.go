@@ -1,0 +1,6 @@
+//go:build !race
+
+package acp
+
+// hugeWrite: see race_on_test.go.
+const hugeWrite = 12 << 20
