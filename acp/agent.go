@@ -15,9 +15,6 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dsh-dev/dsh/core"
-	"github.com/dsh-dev/dsh/core/permission"
-	"github.com/dsh-dev/dsh/core/store"
-	"github.com/dsh-dev/dsh/core/tool"
 )
 
 // listPageSize is the number of sessions per session/list page.
@@ -146,7 +143,7 @@ func (a *agent) sessionOptions(st *sessState) core.SessionOptions {
 	caps := a.clientCaps()
 	opts := core.SessionOptions{ID: st.id, Cwd: st.cwd, Origin: "acp", Asker: &asker{a: a, st: st}}
 	if caps.Fs.ReadTextFile || caps.Fs.WriteTextFile {
-		opts.Files = &clientFS{a: a, st: st, read: caps.Fs.ReadTextFile, write: caps.Fs.WriteTextFile, local: tool.LocalFS()}
+		opts.Files = &clientFS{a: a, st: st, read: caps.Fs.ReadTextFile, write: caps.Fs.WriteTextFile, local: core.LocalFS()}
 	}
 	if caps.Terminal {
 		opts.Exec = &clientExec{a: a, st: st}
@@ -233,7 +230,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 	}
 	h, err := a.rt.Store().ReadHeader(string(id))
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, core.ErrNotFound) {
 			return nil, unknownSession(id)
 		}
 		return nil, rpcError(codeInternalError, "session %s: %v", id, err)
@@ -246,9 +243,9 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 	s, err := a.rt.Resume(ctx, string(id), withMCP(a.sessionOptions(st), servers))
 	if err != nil {
 		switch {
-		case errors.Is(err, store.ErrLeased):
+		case errors.Is(err, core.ErrLeased):
 			return nil, rpcError(codeInternalError, "session %s is open in another process; close it there first", id)
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, core.ErrNotFound):
 			return nil, unknownSession(id)
 		}
 		return nil, coreError(err)
@@ -366,9 +363,9 @@ func (a *agent) DeleteSession(ctx context.Context, p sdk.UnstableDeleteSessionRe
 	}
 	if err := a.rt.Store().Remove(id); err != nil {
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, core.ErrNotFound):
 			return sdk.UnstableDeleteSessionResponse{}, unknownSession(p.SessionId)
-		case errors.Is(err, store.ErrLeased):
+		case errors.Is(err, core.ErrLeased):
 			return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "session %s is open in another process; close it there first", id)
 		}
 		return sdk.UnstableDeleteSessionResponse{}, rpcError(codeInternalError, "deleting session %s: %v", id, err)
@@ -404,7 +401,7 @@ func (a *agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 	if err != nil {
 		return sdk.ListSessionsResponse{}, rpcError(codeInternalError, "listing sessions: %v", err)
 	}
-	infos = slices.DeleteFunc(infos, func(i store.Info) bool { return i.Header.Delegated() })
+	infos = slices.DeleteFunc(infos, func(i core.SessionInfo) bool { return i.Header.Delegated() })
 	resp := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
 	if offset >= len(infos) {
 		return resp, nil
@@ -460,10 +457,10 @@ func (a *agent) setMode(st *sessState, m string) error {
 	if !validMode(m) {
 		return rpcError(codeInvalidParams, "unknown mode %q: the modes are read-only, ask, auto and full", m)
 	}
-	if st.s.Mode() == permission.Mode(m) {
+	if st.s.Mode() == core.PermissionMode(m) {
 		return nil
 	}
-	if err := st.s.SetMode(permission.Mode(m)); err != nil {
+	if err := st.s.SetMode(core.PermissionMode(m)); err != nil {
 		return coreError(err)
 	}
 	return nil

@@ -13,8 +13,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/dsh-dev/dsh/core/permission"
-	"github.com/dsh-dev/dsh/core/tool"
+	"github.com/dsh-dev/dsh/core"
 )
 
 // cleanupTimeout bounds the terminal/kill, terminal/output and
@@ -40,17 +39,17 @@ type asker struct {
 	st *sessState
 }
 
-// Ask implements permission.Asker. The tool_call update of the call goes
+// Ask implements core.Asker. The tool_call update of the call goes
 // out first, so the client knows the call it is asked about. A cancelled
 // request (session/cancel, or the client's cancelled outcome) is
-// permission.Cancelled; a client that fails to answer is ErrNoAsker, so the
+// core.Cancelled; a client that fails to answer is ErrNoAsker, so the
 // gate refuses.
-func (k *asker) Ask(ctx context.Context, req permission.Request) (permission.Answer, error) {
+func (k *asker) Ask(ctx context.Context, req core.PermissionRequest) (core.PermissionAnswer, error) {
 	if err := k.st.waitFor(ctx, k.a.out.done, func() bool { _, ok := k.st.calls[req.CallID]; return ok }); err != nil {
 		if ctx.Err() != nil {
-			return permission.Cancelled, nil
+			return core.Cancelled, nil
 		}
-		return "", fmt.Errorf("%w: %v", permission.ErrNoAsker, err)
+		return "", fmt.Errorf("%w: %v", core.ErrNoAsker, err)
 	}
 	tc := sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(req.CallID), Status: sdk.Ptr(sdk.ToolCallStatusPending),
 		RawInput: rawInput(string(req.RawInput), req.Paths), Locations: locations(req.Paths),
@@ -65,29 +64,29 @@ func (k *asker) Ask(ctx context.Context, req permission.Request) (permission.Ans
 		SessionId: sdk.SessionId(k.st.id), ToolCall: tc, Options: permissionOptions})
 	if err != nil {
 		if ctx.Err() != nil {
-			return permission.Cancelled, nil
+			return core.Cancelled, nil
 		}
-		return "", fmt.Errorf("%w: the client did not answer: %v", permission.ErrNoAsker, err)
+		return "", fmt.Errorf("%w: the client did not answer: %v", core.ErrNoAsker, err)
 	}
 	switch {
 	case resp.Outcome.Cancelled != nil:
-		return permission.Cancelled, nil
+		return core.Cancelled, nil
 	case resp.Outcome.Selected != nil:
 		switch id := string(resp.Outcome.Selected.OptionId); id {
 		case "allow_once":
-			return permission.AllowOnce, nil
+			return core.AllowOnce, nil
 		case "allow_always":
-			return permission.AllowAlways, nil
+			return core.AllowAlways, nil
 		case "reject_once":
-			return permission.RejectOnce, nil
+			return core.RejectOnce, nil
 		case "reject_always":
-			return permission.RejectAlways, nil
+			return core.RejectAlways, nil
 		default:
 			k.a.log.Warn("acp: unknown permission option; rejecting", "session", k.st.id, "option", id)
-			return permission.RejectOnce, nil
+			return core.RejectOnce, nil
 		}
 	}
-	return "", fmt.Errorf("%w: the client answered with no outcome", permission.ErrNoAsker)
+	return "", fmt.Errorf("%w: the client answered with no outcome", core.ErrNoAsker)
 }
 
 // clientFS reads and writes through the editor (fs/read_text_file and
@@ -98,7 +97,7 @@ type clientFS struct {
 	a           *agent
 	st          *sessState
 	read, write bool
-	local       tool.FileSystem
+	local       core.FileSystem
 }
 
 func (c *clientFS) ReadFile(ctx context.Context, path string) ([]byte, error) {
@@ -162,8 +161,8 @@ type clientExec struct {
 	st *sessState
 }
 
-func (e *clientExec) Exec(ctx context.Context, req tool.ExecRequest) (tool.ExecResult, error) {
-	res := tool.ExecResult{ExitCode: -1}
+func (e *clientExec) Exec(ctx context.Context, req core.ExecRequest) (core.ExecResult, error) {
+	res := core.ExecResult{ExitCode: -1}
 	if strings.TrimSpace(req.Command) == "" {
 		return res, errors.New("command is empty")
 	}

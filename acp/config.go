@@ -6,8 +6,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/permission"
 )
 
 // Config option ids. The order of configOptions is their priority.
@@ -22,14 +22,14 @@ const (
 
 // modes are the permission modes offered as ACP session modes.
 var modes = []struct {
-	id   permission.Mode
+	id   core.PermissionMode
 	name string
 	desc string
 }{
-	{permission.ModeReadOnly, "Read only", "Reads files; every write and command is refused."},
-	{permission.ModeAsk, "Ask", "Reads inside the workspace freely; asks before every other call."},
-	{permission.ModeAuto, "Auto", "Reads, writes and runs commands inside the workspace freely; asks for anything outside it."},
-	{permission.ModeFull, "Full access", "Runs every call without asking."},
+	{core.ModeReadOnly, "Read only", "Reads files; every write and command is refused."},
+	{core.ModeAsk, "Ask", "Reads inside the workspace freely; asks before every other call."},
+	{core.ModeAuto, "Auto", "Reads, writes and runs commands inside the workspace freely; asks for anything outside it."},
+	{core.ModeFull, "Full access", "Runs every call without asking."},
 }
 
 func validMode(m string) bool {
@@ -41,7 +41,7 @@ func validMode(m string) bool {
 	return false
 }
 
-func modeState(current permission.Mode) *sdk.SessionModeState {
+func modeState(current core.PermissionMode) *sdk.SessionModeState {
 	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(current)}
 	for _, m := range modes {
 		st.AvailableModes = append(st.AvailableModes, sdk.SessionMode{Id: sdk.SessionModeId(m.id), Name: m.name, Description: sdk.Ptr(m.desc)})
@@ -91,7 +91,7 @@ func (a *agent) efforts(cfg event.Config) (values []string, current string, ok b
 
 // configOptions is the full option list of a session: mode, model and,
 // when the model has them, reasoning efforts.
-func (a *agent) configOptions(cfg event.Config, mode permission.Mode) []sdk.SessionConfigOption {
+func (a *agent) configOptions(cfg event.Config, mode core.PermissionMode) []sdk.SessionConfigOption {
 	var opts []sdk.SessionConfigOption
 
 	modeVals := make(sdk.SessionConfigSelectOptionsUngrouped, 0, len(modes))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/store"
 )
 
 // ForkSession (unstable session/fork) makes a new session whose history is
@@ -75,13 +74,13 @@ func (a *agent) ForkSession(ctx context.Context, p sdk.UnstableForkSessionReques
 
 // forkSource reads the history to copy: a session live in this runtime
 // from memory (what is committed), else its log.
-func (a *agent) forkSource(id string) (store.Header, []event.Event, error) {
+func (a *agent) forkSource(id string) (core.SessionHeader, []event.Event, error) {
 	if s := a.rt.Get(id); s != nil {
 		return s.Header(), s.Events(), nil
 	}
 	h, evs, err := a.rt.Store().Read(id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, core.ErrNotFound) {
 			return h, nil, unknownSession(sdk.SessionId(id))
 		}
 		return h, nil, rpcError(codeInternalError, "session %s: %v", id, err)
@@ -91,9 +90,9 @@ func (a *agent) forkSource(id string) (store.Header, []event.Event, error) {
 
 // copyLog writes the forked session's log: a header of its own (not a
 // subagent: no parent), the events renumbered from 0, and the images.
-func (a *agent) copyLog(src store.Header, id string, evs []event.Event) error {
+func (a *agent) copyLog(src core.SessionHeader, id string, evs []event.Event) error {
 	srcDir, dirErr := a.rt.Store().Dir(src.ID)
-	h := store.Header{ID: id, Cwd: src.Cwd, Origin: "acp", Config: src.Config}
+	h := core.SessionHeader{ID: id, Cwd: src.Cwd, Origin: "acp", Config: src.Config}
 	lg, err := a.rt.Store().Create(h)
 	if err != nil {
 		return err

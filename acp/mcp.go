@@ -8,7 +8,6 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/mcp"
 )
 
 // mcpCapabilities are the MCP transports dsh connects to besides stdio
@@ -18,21 +17,21 @@ func mcpCapabilities() sdk.McpCapabilities { return sdk.McpCapabilities{Http: tr
 // mcpServers turns a session request's mcpServers into core's form. An
 // entry dsh cannot use (an MCP-over-ACP server, an empty entry) is kept
 // with Invalid set, so the user is told about it rather than it vanishing.
-func mcpServers(in []sdk.McpServer) []mcp.ServerConfig {
-	out := make([]mcp.ServerConfig, 0, len(in))
+func mcpServers(in []sdk.McpServer) []core.MCPServerConfig {
+	out := make([]core.MCPServerConfig, 0, len(in))
 	for i, s := range in {
-		c := mcp.ServerConfig{Source: "acp"}
+		c := core.MCPServerConfig{Source: "acp"}
 		switch {
 		case s.Stdio != nil:
-			c.Name, c.Transport, c.Command, c.Args = s.Stdio.Name, mcp.TransportStdio, s.Stdio.Command, s.Stdio.Args
+			c.Name, c.Transport, c.Command, c.Args = s.Stdio.Name, core.MCPStdio, s.Stdio.Command, s.Stdio.Args
 			for _, e := range s.Stdio.Env {
-				c.Env = append(c.Env, mcp.KV{Name: e.Name, Value: e.Value})
+				c.Env = append(c.Env, core.KV{Name: e.Name, Value: e.Value})
 			}
 		case s.Http != nil:
-			c.Name, c.Transport, c.URL = s.Http.Name, mcp.TransportHTTP, s.Http.Url
+			c.Name, c.Transport, c.URL = s.Http.Name, core.MCPHTTP, s.Http.Url
 			c.Headers = headers(s.Http.Headers)
 		case s.Sse != nil:
-			c.Name, c.Transport, c.URL = s.Sse.Name, mcp.TransportSSE, s.Sse.Url
+			c.Name, c.Transport, c.URL = s.Sse.Name, core.MCPSSE, s.Sse.Url
 			c.Headers = headers(s.Sse.Headers)
 		case s.Acp != nil:
 			c.Name = s.Acp.Name
@@ -45,10 +44,10 @@ func mcpServers(in []sdk.McpServer) []mcp.ServerConfig {
 	return out
 }
 
-func headers(hs []sdk.HttpHeader) []mcp.KV {
-	var out []mcp.KV
+func headers(hs []sdk.HttpHeader) []core.KV {
+	var out []core.KV
 	for _, h := range hs {
-		out = append(out, mcp.KV{Name: h.Name, Value: h.Value})
+		out = append(out, core.KV{Name: h.Name, Value: h.Value})
 	}
 	return out
 }
@@ -70,7 +69,7 @@ func addMCP(s *core.Session, servers []sdk.McpServer) {
 func mcpFailures(s *core.Session) string {
 	var lines []string
 	for _, st := range s.MCPStatus() {
-		if st.State == mcp.StateFailed {
+		if st.State == core.MCPFailed {
 			lines = append(lines, mcpFailureLine(st.Name, st.Error))
 		}
 	}
@@ -81,11 +80,11 @@ func mcpFailures(s *core.Session) string {
 // one the user need not be told of: a failure, a death and its restart.
 func mcpNotice(m event.MCPServer) string {
 	switch {
-	case m.State == string(mcp.StateFailed):
+	case m.State == string(core.MCPFailed):
 		return mcpFailureLine(m.Server, m.Error)
-	case m.State == string(mcp.StateRestarting):
+	case m.State == string(core.MCPRestarting):
 		return fmt.Sprintf("⚠ MCP server %q %s; restarting it.", m.Server, m.Error)
-	case m.State == string(mcp.StateReady) && m.Restarts > 0:
+	case m.State == string(core.MCPReady) && m.Restarts > 0:
 		return fmt.Sprintf("MCP server %q was restarted (%d tools).", m.Server, m.Tools)
 	}
 	return ""

@@ -11,7 +11,6 @@ import (
 
 	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
-	"github.com/dsh-dev/dsh/core/sandbox"
 	"github.com/dsh-dev/dsh/internal/outpipe"
 )
 
@@ -58,7 +57,7 @@ type Options struct {
 	// dsh binary's reaper over it, which makes the namespaces itself). Its
 	// error refuses the command (sandbox: required on a machine that
 	// cannot contain). Nil runs terminals unconfined.
-	ContainTerminal func(sc sandbox.Scope, argv []string) (out, env []string, err error)
+	ContainTerminal func(sc core.SandboxScope, argv []string) (out, env []string, err error)
 	// onOutboxFull, for tests, runs each time a producer waits for room in
 	// the outbox.
 	onOutboxFull func()

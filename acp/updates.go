@@ -10,8 +10,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/permission"
 )
 
 // Bounds of what one update carries, so a frame stays far below the 10 MiB
@@ -29,7 +29,7 @@ type projector struct {
 	st *sessState
 	// The mode and model configuration last announced, to send
 	// current_mode_update only when the mode changed.
-	mode permission.Mode
+	mode core.PermissionMode
 	// The session's running cost when prices are configured, and the
 	// last usage seen by a replay (sent once at its end).
 	cost         float64
@@ -283,7 +283,7 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 			return p.bad(ev, err)
 		}
 		var ups []sdk.SessionUpdate
-		if m := permission.Mode(cc.PermissionMode); m != "" && m != p.mode {
+		if m := core.PermissionMode(cc.PermissionMode); m != "" && m != p.mode {
 			p.mode = m
 			ups = append(ups, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
 		}

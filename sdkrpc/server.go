@@ -21,8 +21,6 @@ import (
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/mcp"
-	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/internal/outpipe"
 	"github.com/dsh-dev/dsh/sdkrpc/dispatch"
 	"github.com/dsh-dev/dsh/sdkrpc/ndjson"
@@ -395,7 +393,7 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	if cwd, err = filepath.Abs(cwd); err != nil {
 		return nil, fmt.Errorf("initialize cwd: %w", err)
 	}
-	servers, err := mcp.ParseFile(p.MCPServers)
+	servers, err := core.ParseMCPServers(p.MCPServers)
 	if err != nil {
 		return nil, fmt.Errorf("initialize: %w", err)
 	}
@@ -726,20 +724,20 @@ func (s *Server) dispose() {
 // hostAsker asks the host through our session/request_permission request.
 type hostAsker struct{ s *Server }
 
-func (a *hostAsker) Ask(ctx context.Context, req permission.Request) (permission.Answer, error) {
+func (a *hostAsker) Ask(ctx context.Context, req core.PermissionRequest) (core.PermissionAnswer, error) {
 	var res protocol.RequestPermissionResult
 	if err := a.s.conn.Call(ctx, protocol.MethodRequestPermission, protocol.NewRequestPermissionParams(req), &res); err != nil {
 		if ctx.Err() != nil {
-			return permission.Cancelled, nil
+			return core.Cancelled, nil
 		}
-		return "", fmt.Errorf("%w: host did not answer: %v", permission.ErrNoAsker, err)
+		return "", fmt.Errorf("%w: host did not answer: %v", core.ErrNoAsker, err)
 	}
 	if res.Outcome.Outcome == protocol.OutcomeCancelled {
-		return permission.Cancelled, nil
+		return core.Cancelled, nil
 	}
-	switch ans := permission.Answer(res.Outcome.OptionID); ans {
-	case permission.AllowOnce, permission.AllowAlways, permission.RejectOnce, permission.RejectAlways:
+	switch ans := core.PermissionAnswer(res.Outcome.OptionID); ans {
+	case core.AllowOnce, core.AllowAlways, core.RejectOnce, core.RejectAlways:
 		return ans, nil
 	}
-	return permission.RejectOnce, nil
+	return core.RejectOnce, nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDoorsImportNoOtherDoor enforces DESIGN §2's rules of direction for
+// TestDoorsImportNoOtherDoor enforces ARCHITECTURE.md §2's rules of direction for
 // the doors and the gateway (core's own rule is tested in core): the
 // doors do not import each other or subagent, and subagent may use the
 // doors' clients and framing (sdkrpc/client, acp/wire) but not their servers. Only cmd wires them together.
@@ -43,5 +43,39 @@ func TestDoorsImportNoOtherDoor(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDoorsImportOnlyCore enforces ARCHITECTURE.md §4's one API for the doors: the
+// door servers (acp, sdkrpc's server and its framing) import core and the
+// event vocabulary (core/event), nothing deeper in core; core names what
+// they need of permissions, MCP, the store, the sandbox and the tools
+// (core/api.go). The wire vocabulary sdkrpc/protocol and the Go client
+// sdkrpc/client are shared with hosts and the gateway, which do not go
+// through core's runtime, so they are not held to it.
+func TestDoorsImportOnlyCore(t *testing.T) {
+	const mod = "github.com/dsh-dev/dsh/"
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}",
+		mod+"acp/...", mod+"sdkrpc/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	doors := map[string]bool{mod + "acp": true, mod + "acp/wire": true, mod + "sdkrpc": true,
+		mod + "sdkrpc/dispatch": true, mod + "sdkrpc/ndjson": true}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		if !doors[pkg] {
+			continue
+		}
+		checked++
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, mod+"core/") && imp != mod+"core/event" {
+				t.Errorf("%s imports %s: a door imports core and core/event only", pkg, imp)
+			}
+		}
+	}
+	if checked != len(doors) {
+		t.Errorf("checked %d door packages, want %d (a package moved?)", checked, len(doors))
 	}
 }
