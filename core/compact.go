@@ -17,7 +17,7 @@ import (
 	"github.com/dsh-dev/dsh/core/permission"
 )
 
-// Compaction (DESIGN.md §4 "Context"): near the window, the same model
+// Compaction (ARCHITECTURE.md §4 "Context"): near the window, the same model
 // writes a summary of the conversation as a continuation of the request it
 // would have made next (same system prompt, tools and history, then a fixed
 // instruction, tool_choice "none"), so the summary call reads the cached

@@ -528,7 +528,7 @@ func TestPermissionRefusalIsAResultAndRecorded(t *testing.T) {
 	}
 }
 
-// TestCoreImportsNoDoor enforces the rule of direction (DESIGN.md §2).
+// TestCoreImportsNoDoor enforces the rule of direction (ARCHITECTURE.md §2).
 func TestCoreImportsNoDoor(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "github.com/dsh-dev/dsh/core/...").CombinedOutput()
 	if err != nil {

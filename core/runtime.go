@@ -1,6 +1,6 @@
 // Package core is the protocol-neutral agent runtime: sessions, their logs,
 // the prompt queue, the turn loop and the subscription fan-out every door
-// projects from. It imports no door and no door library (DESIGN.md §2).
+// projects from. It imports no door and no door library (ARCHITECTURE.md §2).
 package core
 
 import (

@@ -634,7 +634,7 @@ func crashCheckLog(t testing.TB, w *world, id string, log []event.Event, resumeA
 	}
 	// Turns: each turn/start is closed by its turn/end before the next
 	// turn starts; the repair closes a killed turn before the resume.
-	// Calls (DESIGN §4): every tool-call block of an assistant/message is
+	// Calls (ARCHITECTURE.md §4): every tool-call block of an assistant/message is
 	// announced by exactly one tool/call after it and answered by exactly
 	// one tool/result after that, before the turn ends — also when the
 	// turn was killed and closed by the repair.

@@ -22,7 +22,7 @@ import (
 
 // Settings are the resolved settings of one invocation. Each comes from a
 // flag, else the environment, else the config file, else a default
-// (DESIGN.md §3). Source records where each came from, for `--help` and
+// (ARCHITECTURE.md §3). Source records where each came from, for `--help` and
 // diagnostics.
 type Settings struct {
 	Provider        string

@@ -34,7 +34,7 @@ type precedenceCase struct {
 }
 
 // TestSettingsPrecedence: every setting comes from its flag, else its
-// environment variable, else the config file, else the default (DESIGN §3),
+// environment variable, else the config file, else the default (ARCHITECTURE.md §3),
 // as `dsh config --json` reports it, value and source.
 func TestSettingsPrecedence(t *testing.T) {
 	efforts := model.Efforts(model.ProviderDeepSeek)

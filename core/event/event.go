@@ -53,7 +53,7 @@ const (
 	// and project instructions, a user-role message the model sees before
 	// the prompt it accompanies (never shown as the user's words).
 	TypeEnvironment = "context/environment"
-	// Context management (DESIGN.md §4 "Context"): a compaction starts,
+	// Context management (ARCHITECTURE.md §4 "Context"): a compaction starts,
 	// commits its checkpoint (the model-facing history from then on) or
 	// fails; a trim drops the oldest items when even a compacted history
 	// does not fit the window.

@@ -10,7 +10,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 )
 
-// Mode is a permission mode (DESIGN.md §6).
+// Mode is a permission mode (ARCHITECTURE.md §6).
 type Mode string
 
 // Modes.

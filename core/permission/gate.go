@@ -38,7 +38,7 @@ const (
 
 // Gate decides tool calls for one session: the mode, then the remembered
 // rules, then a person through the Asker. Paths outside the workspace are
-// never allowed silently (DESIGN.md §6): they need a rule or an answer,
+// never allowed silently (ARCHITECTURE.md §6): they need a rule or an answer,
 // except in full mode.
 type Gate struct {
 	Mode  Mode

@@ -30,7 +30,7 @@ func denyGate(t *testing.T, asker Asker) *Gate {
 }
 
 // TestDenyHoldsThroughEverySpelling: a deny rule on a command refuses it
-// however the line spells it (DESIGN §6).
+// however the line spells it (ARCHITECTURE.md §6).
 func TestDenyHoldsThroughEverySpelling(t *testing.T) {
 	g := denyGate(t, nil)
 	ws := t.TempDir()

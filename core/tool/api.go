@@ -14,7 +14,7 @@ import (
 	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
-// Kind classes a tool for the permission gate (DESIGN.md §6).
+// Kind classes a tool for the permission gate (ARCHITECTURE.md §6).
 type Kind string
 
 // Tool kinds.
