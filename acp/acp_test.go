@@ -663,18 +663,25 @@ func TestLoadSessionFromAnotherRuntime(t *testing.T) {
 	// Everything was replayed before the response.
 	us := h.cl.got(id)
 	ks := kinds(us)
+	// Coalesced at the source: each finished call is one tool_call in its
+	// final state.
 	want := []string{"user_message_chunk", "session_info_update", "agent_thought_chunk", "tool_call", "tool_call",
-		"tool_call_update", "plan", "tool_call_update", "tool_call_update", "tool_call_update", "agent_message_chunk", "usage_update", "available_commands_update"}
+		"plan", "agent_message_chunk", "usage_update", "available_commands_update"}
 	if strings.Join(ks, ",") != strings.Join(want, ",") {
 		t.Fatalf("replay\n got %v\nwant %v", ks, want)
 	}
-	if chunkText(us[0]) != "make x" || chunkText(us[2]) != "plan it" || chunkText(us[10]) != "wrote x" {
-		t.Errorf("replayed text: %q %q %q", chunkText(us[0]), chunkText(us[2]), chunkText(us[10]))
+	if chunkText(us[0]) != "make x" || chunkText(us[2]) != "plan it" || chunkText(us[6]) != "wrote x" {
+		t.Errorf("replayed text: %q %q %q", chunkText(us[0]), chunkText(us[2]), chunkText(us[6]))
+	}
+	for _, u := range us[3:5] {
+		if u.ToolCall.Status != sdk.ToolCallStatusCompleted || len(u.ToolCall.Content) == 0 {
+			t.Errorf("replayed call %s: status %q, %d contents; want its final state", u.ToolCall.ToolCallId, u.ToolCall.Status, len(u.ToolCall.Content))
+		}
 	}
 	var diff *sdk.ToolCallContentDiff
 	for _, u := range us {
-		if u.ToolCallUpdate != nil {
-			for _, c := range u.ToolCallUpdate.Content {
+		if u.ToolCall != nil {
+			for _, c := range u.ToolCall.Content {
 				if c.Diff != nil {
 					diff = c.Diff
 				}
@@ -1195,7 +1202,7 @@ func TestReloadLiveSession(t *testing.T) {
 		t.Fatalf("stop %q", r.StopReason)
 	}
 	ks := kinds(h.cl.got(id))
-	want := "user_message_chunk,session_info_update,agent_message_chunk,user_message_chunk,tool_call,tool_call_update,usage_update,available_commands_update,tool_call_update"
+	want := "user_message_chunk,session_info_update,agent_message_chunk,user_message_chunk,tool_call,usage_update,available_commands_update,tool_call_update"
 	if strings.Join(ks, ",") != want {
 		t.Fatalf("re-load mid-turn\n got %v\nwant %v", strings.Join(ks, ","), want)
 	}

@@ -235,3 +235,44 @@ func takeAny(dst *any, src any) {
 		*dst = src
 	}
 }
+
+// coalesceReplay makes a replay say each thing once, in its final state: a
+// tool call's later states fold into its tool_call (so a finished call is
+// one update, with its status, content and locations), and of each snapshot
+// (plan, usage, commands, mode, config options) only the last is kept. A
+// message chunk between a call's states keeps them apart, as in the outbox:
+// where a call sits among messages is what the chat shows.
+func coalesceReplay(ups []sdk.SessionUpdate) []sdk.SessionUpdate {
+	last := map[string]int{}
+	for i := range ups {
+		if k := snapshotKind(&ups[i]); k != "" && k != "info" {
+			last[k] = i
+		}
+	}
+	out := make([]sdk.SessionUpdate, 0, len(ups))
+	open := map[string]int{} // call id -> its update in out
+	for i := range ups {
+		u := ups[i]
+		if k := snapshotKind(&u); k != "" && k != "info" && last[k] != i {
+			continue
+		}
+		if isChunk(&u) {
+			clear(open)
+			out = append(out, u)
+			continue
+		}
+		switch {
+		case u.ToolCallUpdate != nil:
+			id := string(u.ToolCallUpdate.ToolCallId)
+			if j, ok := open[id]; ok {
+				mergeToolUpdate(&out[j], u.ToolCallUpdate)
+				continue
+			}
+			open[id] = len(out)
+		case u.ToolCall != nil:
+			open[string(u.ToolCall.ToolCallId)] = len(out)
+		}
+		out = append(out, u)
+	}
+	return out
+}

@@ -3,7 +3,10 @@ package acp
 import "time"
 
 // pacer is a token bucket — burst frames at once, then rate per second —
-// that also listens to the pipe. acp-go-sdk's reader drains the pipe into
+// that also listens to the pipe. It knows nothing of the machine's load:
+// no ACP message says how far a client's handler has got, so the rate is
+// a setting (see Options.UpdatesPerSecond), and the one signal there is,
+// the pipe, only lowers it for a while. acp-go-sdk's reader drains the pipe into
 // its queue whatever its handler's pace, so a write the pipe holds back
 // means the client's process itself is starved (an overloaded machine):
 // then its handler is slower than usual too, and the rate halves (down to
@@ -15,7 +18,6 @@ type pacer struct {
 	burst  float64
 	tokens float64
 	last   time.Time
-	cpu    *cpuShare // nil: the configured rate alone
 }
 
 const (
@@ -37,14 +39,9 @@ func (p *pacer) refill(now time.Time) {
 	if p.rate < p.base {
 		p.rate = min(p.base, p.rate+p.base*dt/paceRecovery.Seconds())
 	}
-	p.tokens = min(p.burst, p.tokens+dt*p.effective(now))
+	p.tokens = min(p.burst, p.tokens+dt*p.rate)
 }
 
-// effective is the rate scaled by the share of a CPU the client gets, never
-// below a tenth of the configured rate (nor the floor).
-func (p *pacer) effective(now time.Time) float64 {
-	return max(p.rate*p.cpu.now(now), min(p.rate, max(p.base/10, minPaceRate)))
-}
 
 // take takes a token if one is there.
 func (p *pacer) take() bool {
@@ -64,7 +61,7 @@ func (p *pacer) take() bool {
 // fires late leaves the surplus in the bucket, so the rate holds on
 // average.
 func (p *pacer) wait(stop <-chan struct{}) {
-	need := time.Duration((1 - p.tokens) / p.effective(time.Now()) * float64(time.Second))
+	need := time.Duration((1 - p.tokens) / p.rate * float64(time.Second))
 	t := time.NewTimer(need)
 	defer t.Stop()
 	select {

@@ -1,10 +1,11 @@
 package acp
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
+	"encoding/json"
+	sdk "github.com/coder/acp-go-sdk"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -64,44 +65,55 @@ func TestPacerUnpacedIgnoresStalls(t *testing.T) {
 	}
 }
 
-// The pace follows the share of a CPU a busy task gets: with twice as
-// many runnable tasks as CPUs the rate is half, and never below a tenth of
-// the configured rate; idle CPUs leave it whole; a machine without the
-// file leaves the configured rate alone.
-func TestPacerFollowsTheCPUShare(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "loadavg")
-	runnable := func(n int) {
-		if err := os.WriteFile(path, []byte(fmt.Sprintf("0.50 0.40 0.30 %d/300 4242\n", n)), 0o644); err != nil {
-			t.Fatal(err)
+// In fake time (testing/synctest): after the burst, the pacer lets exactly
+// rate updates through per second, waiting on its timer in between.
+func TestPacerHoldsTheRateAfterTheBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPacer(100, 10)
+		stop := make(chan struct{})
+		start := time.Now()
+		for i := 0; i < 10+100; i++ {
+			if !p.take() {
+				p.wait(stop)
+			}
 		}
+		// 10 from the burst, then 100 at 100/s.
+		if took := time.Since(start); took < 990*time.Millisecond || took > 1010*time.Millisecond {
+			t.Fatalf("110 updates at 100/s after a burst of 10 took %v, want 1 s", took)
+		}
+	})
+}
+
+// A replay says each thing once: a call's states fold into its tool_call,
+// only the last plan is kept, and a message between two states of a call
+// keeps them apart.
+func TestCoalesceReplay(t *testing.T) {
+	done, running := sdk.ToolCallStatusCompleted, sdk.ToolCallStatusInProgress
+	ups := []sdk.SessionUpdate{
+		sdk.StartToolCall("a", "read a"),
+		sdk.UpdatePlan(sdk.PlanEntry{Content: "one"}),
+		sdk.UpdateToolCall("a", sdk.WithUpdateStatus(running)),
+		sdk.UpdateToolCall("a", sdk.WithUpdateStatus(done), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock("x"))})),
+		sdk.StartToolCall("b", "read b"),
+		sdk.UpdateAgentMessageText("between"),
+		sdk.UpdateToolCall("b", sdk.WithUpdateStatus(done)),
+		sdk.UpdatePlan(sdk.PlanEntry{Content: "two"}),
 	}
-	runnable(1)
-	p := newPacer(500, 256)
-	p.cpu = newCPUShare(path)
-	p.cpu.cpus = 2
-	p.cpu.share = p.cpu.of(1)
-	if !p.cpu.usable || p.effective(p.cpu.at) != 500 {
-		t.Fatalf("one runnable task on two CPUs: usable %v, rate %v, want 500", p.cpu.usable, p.effective(p.cpu.at))
+	out := coalesceReplay(ups)
+	var kinds []string
+	for _, u := range out {
+		b, _ := json.Marshal(u)
+		var m struct{ SessionUpdate string }
+		_ = json.Unmarshal(b, &m)
+		kinds = append(kinds, m.SessionUpdate)
 	}
-	t0 := p.cpu.at
-	runnable(4)
-	if got := p.effective(t0.Add(time.Second)); got != 250 {
-		t.Fatalf("rate %v with four runnable tasks on two CPUs, want 250", got)
+	if got := strings.Join(kinds, ","); got != "tool_call,tool_call,agent_message_chunk,tool_call_update,plan" {
+		t.Fatalf("coalesced to %s", got)
 	}
-	runnable(200)
-	if got := p.effective(t0.Add(2 * time.Second)); got != 50 {
-		t.Fatalf("rate %v with the CPUs swamped, want the floor of a tenth, 50", got)
+	if a := out[0].ToolCall; a.Status != done || len(a.Content) != 1 {
+		t.Fatalf("call a: %+v", a)
 	}
-	runnable(2)
-	if got := p.effective(t0.Add(2*time.Second + shareEvery/2)); got != 50 {
-		t.Fatalf("between readings the rate moved to %v", got)
-	}
-	if got := p.effective(t0.Add(3 * time.Second)); got != 500 {
-		t.Fatalf("rate %v once the CPUs are free again, want 500", got)
-	}
-	none := newPacer(500, 256)
-	none.cpu = newCPUShare(filepath.Join(t.TempDir(), "missing"))
-	if got := none.effective(time.Now().Add(time.Minute)); got != 500 {
-		t.Fatalf("without the file the rate is %v, want 500", got)
+	if p := out[4].Plan; p.Entries[0].Content != "two" {
+		t.Fatalf("plan %+v", p)
 	}
 }

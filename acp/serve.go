@@ -32,16 +32,15 @@ type Options struct {
 	// session's current model.
 	Models []string
 	// UpdatesPerSecond paces session/update notifications after a burst of
-	// 256: acp-go-sdk clients drop the connection when their handler falls
-	// 1,024 notifications behind, and no protocol signal tells an agent how
-	// fast the client's handler is. 0 means 500 per second (twice what a
-	// client whose handler takes 1 ms per update needs on an idle core);
-	// the rate then follows the share of a CPU a busy task gets on this
-	// machine (a busy machine slows the client's handler too) and halves
-	// when the pipe stalls. A
-	// negative value disables pacing (the pipe's backpressure alone
-	// remains). While the client is held to the pace, queued updates that a
-	// later one continues or supersedes merge, so a turn needs fewer frames.
+	// 768: acp-go-sdk clients drop the connection when their handler falls
+	// 1,024 notifications behind, and no ACP message tells an agent how far
+	// a client's handler has got. 0 means 6,000 per second, which a client
+	// whose handler takes 100 µs per update keeps up with; a slower client
+	// needs a lower setting (800 holds a 1 ms handler). A write the pipe
+	// holds back halves the rate for a while. A negative value disables
+	// pacing (the pipe's backpressure alone remains). While the client is
+	// held to the pace, queued updates that a later one continues or
+	// supersedes merge, so a turn needs fewer frames.
 	UpdatesPerSecond float64
 	// Prices, by model id, turn usage_update into one with the session's
 	// running cost (the config file's "prices" key; see ParsePrices).

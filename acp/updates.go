@@ -98,14 +98,16 @@ func (p *projector) replay(ctx context.Context) error {
 		st.replaying = false
 		var notes []func()
 		p.cost, p.costCurrency, p.lastUsage = 0, "", nil // recomputed from the whole history
+		var all []sdk.SessionUpdate
 		for _, ev := range evs {
 			ups, note := p.project(ev, true)
-			for _, u := range ups {
-				p.a.out.put(st.id, u)
-			}
+			all = append(all, ups...)
 			if note != nil {
 				notes = append(notes, note)
 			}
+		}
+		for _, u := range coalesceReplay(all) {
+			p.a.out.put(st.id, u)
 		}
 		st.queued = last
 		p.mode = st.s.Mode()

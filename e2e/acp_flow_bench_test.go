@@ -231,6 +231,9 @@ func BenchmarkACPFlow(b *testing.B) {
 				r := startFlow(b, fixture.root, script, d)
 				start := time.Now()
 				_, err := r.conn.LoadSession(context.Background(), sdk.LoadSessionRequest{SessionId: sdk.SessionId(fixture.id), Cwd: r.cwd, McpServers: []sdk.McpServer{}})
+				if err != nil {
+					b.Logf("session/load: %v", err)
+				}
 				return r.cl.updates.Load(), flowLost(r, err), time.Since(start)
 			})
 			b.ReportMetric(float64(fixture.n), "events")
