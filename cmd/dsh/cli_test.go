@@ -317,3 +317,75 @@ func TestRunImageFlagListed(t *testing.T) {
 		t.Error("fish completion of dsh run lacks --image")
 	}
 }
+
+// TestHelpCommandIsCommandHelp: `dsh help CMD [SUB]` prints exactly what
+// `dsh CMD [SUB] --help` does; `dsh help` the global help; an unknown
+// command is a usage error.
+func TestHelpCommandIsCommandHelp(t *testing.T) {
+	for _, cmd := range [][]string{{"run"}, {"sdk"}, {"acp"}, {"sessions"}, {"sessions", "show"}, {"sessions", "rm"},
+		{"sessions", "compact"}, {"config"}, {"version"}, {"completion"}} {
+		code, viaHelp, _ := invoke(t, append([]string{"help"}, cmd...)...)
+		_, viaFlag, _ := invoke(t, append(cmd, "--help")...)
+		if code != 0 || viaHelp != viaFlag || !strings.Contains(viaHelp, "Usage: dsh "+cmd[0]) {
+			t.Errorf("dsh help %q: exit %d\n%s\nwant what --help prints:\n%s", cmd, code, viaHelp, viaFlag)
+		}
+	}
+	code, stdout, _ := invoke(t, "help")
+	_, global, _ := invoke(t, "--help")
+	if code != 0 || stdout != global {
+		t.Errorf("dsh help: exit %d, %q", code, stdout)
+	}
+	if code, _, stderr := invoke(t, "help", "nope"); code != 2 || !strings.Contains(stderr, `unknown command "nope"`) {
+		t.Errorf("dsh help nope: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestVersionFlags: -v and --version print the version line.
+func TestVersionFlags(t *testing.T) {
+	_, want, _ := invoke(t, "version")
+	for _, a := range []string{"-v", "--version"} {
+		if code, got, stderr := invoke(t, a); code != 0 || got != want || !strings.HasPrefix(got, "dsh ") {
+			t.Errorf("dsh %s: exit %d, stdout %q (want %q), stderr %q", a, code, got, want, stderr)
+		}
+	}
+}
+
+// TestHelpNamesEveryCommand: the global help names every command and the
+// help command; the sessions help every sessions verb.
+func TestHelpNamesEveryCommand(t *testing.T) {
+	_, stdout, _ := invoke(t, "--help")
+	for _, name := range append(slices.Clone(commandNames), "help") {
+		if !strings.Contains(stdout, "\n  dsh "+name+" ") {
+			t.Errorf("dsh --help does not name %q:\n%s", name, stdout)
+		}
+	}
+	_, stdout, _ = invoke(t, "sessions", "--help")
+	for verb := range sessionsHelp {
+		if !strings.Contains(stdout, "\n  "+verb+" ") || !strings.Contains(usage, verb) {
+			t.Errorf("the help does not name sessions %q", verb)
+		}
+	}
+}
+
+// TestConfigSaysFileAndSandboxInForce: dsh config names the file it read
+// (or where it looked) and, in permission mode full, that the sandbox is
+// off whatever its setting.
+func TestConfigSaysFileAndSandboxInForce(t *testing.T) {
+	cfg := writeConfig(t, `{"model": "m"}`)
+	_, stdout, _ := invoke(t, "config", "--config", cfg)
+	if !strings.HasPrefix(stdout, "config file: "+cfg+" (read; named by flag --config)\n") {
+		t.Errorf("dsh config --config: %q", stdout)
+	}
+	_, stdout, _ = invoke(t, "config")
+	if !strings.HasPrefix(stdout, "config file: none (no file at ") {
+		t.Errorf("dsh config without a file: %q", stdout)
+	}
+	_, stdout, _ = invoke(t, "config", "--permission-mode", "full")
+	if !strings.Contains(stdout, "off: permission mode full runs commands unconfined (setting auto)") {
+		t.Errorf("dsh config in mode full does not say the sandbox is off:\n%s", stdout)
+	}
+	_, stdout, _ = invoke(t, "config", "--sandbox", "off")
+	if !strings.Contains(stdout, "off: commands run unconfined") {
+		t.Errorf("dsh config --sandbox off:\n%s", stdout)
+	}
+}

@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -13,6 +16,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
+	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/sandbox"
 )
 
 // noFlags parses the flags of a command that takes only --help (and the
@@ -102,11 +107,18 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	rows := settingRows(s)
+	for i, r := range rows {
+		if r[0] == "sandbox" {
+			rows[i][1] = sandboxInForce(s)
+		}
+	}
+	file := configFileLine(s)
 	if asJSON {
 		out := map[string]map[string]string{}
 		for _, r := range rows {
 			out[r[0]] = map[string]string{"value": r[1], "source": r[2]}
 		}
+		out["configFile"] = map[string]string{"value": s.ConfigPath, "source": file}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -114,20 +126,59 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	fmt.Fprintf(stdout, "config file: %s\n\n", file)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r[0], r[1], r[2])
 	}
-	if s.ConfigPath != "" {
-		fmt.Fprintf(tw, "\nconfig file: %s\n", s.ConfigPath)
-	} else {
-		fmt.Fprintln(tw, "\nconfig file: none")
-	}
 	if err := tw.Flush(); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// configFileLine says which config file was read and why that one, or
+// where dsh looked when it read none.
+func configFileLine(s Settings) string {
+	switch {
+	case s.ConfigPath != "" && s.Sources["configFile"] != "":
+		return s.ConfigPath + " (read; named by " + s.Sources["configFile"] + ")"
+	case s.ConfigPath != "":
+		return s.ConfigPath + " (read; the default location)"
+	}
+	if dir := configHome(); dir != "" {
+		return "none (no file at " + filepath.Join(dir, "dsh", "config.json") + "; name one with --config or DSH_CONFIG)"
+	}
+	return "none (no config home; name one with --config or DSH_CONFIG)"
+}
+
+// sandboxInForce says what actually contains the commands the model runs
+// with these settings: the permission mode can turn the sandbox off (full)
+// whatever the setting, and the machine decides how much it can contain.
+func sandboxInForce(s Settings) string {
+	switch {
+	case s.PermissionMode == string(permission.ModeFull):
+		return "off: permission mode full runs commands unconfined (setting " + s.Sandbox + ")"
+	case s.Sandbox == string(sandbox.Off):
+		return "off: commands run unconfined"
+	}
+	self, _ := os.Executable()
+	sb, _ := newSandbox(s, self, slog.New(slog.DiscardHandler))
+	prefix := s.Sandbox + ": "
+	if s.PermissionMode == string(permission.ModeReadOnly) {
+		prefix += "read-only, no writes; "
+	}
+	switch sb.Level() {
+	case sandbox.Full:
+		return prefix + "contained (namespaces + Landlock)"
+	case sandbox.LandlockOnly:
+		return prefix + "partly contained (Landlock only): " + sb.Notice()
+	}
+	if s.Sandbox == string(sandbox.Required) {
+		return prefix + "commands refused: " + sb.Notice()
+	}
+	return prefix + "not contained on this machine: " + sb.Notice()
 }
 
 // settingRows lists {key, value, source} sorted by key, the API key masked.

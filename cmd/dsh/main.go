@@ -26,15 +26,18 @@ const usage = `dsh — a coding-agent runtime (ACP agent, SDK JSON-RPC runtime, 
 Usage:
   dsh acp [flags]                                ACP agent on stdin/stdout (Zed and other editors)
   dsh sdk [flags]                                SDK JSON-RPC runtime on stdin/stdout (program hosts)
-  dsh run [flags] [--json] [-c | --session-id ID] [TASK...|-]   one task, then exit
-  dsh sessions list|show|rm ...                  look after stored sessions
-  dsh config [--json]                            the resolved settings and where each came from
+  dsh run [flags] [--json] [-q] [-c | --session-id ID] [--image PATH]... [TASK...|-]
+                                                 one task, then exit
+  dsh sessions list|show|rm|compact ...          look after stored sessions (an id or a unique prefix of it)
+  dsh config [--json]                            the resolved settings, where each came from, the file read
   dsh trust [--revoke | --list] [DIR]            let a project's hooks and command shell lines run
   dsh completion bash|zsh|fish                   a shell completion script
-  dsh version                                    version, module and VCS revision
+  dsh version                                    version, module and VCS revision (also -v, --version)
+  dsh help [COMMAND [SUBCOMMAND]]                this help, or a command's (the same as COMMAND --help)
   dsh --profile acp|sdk|headless ...             aliases for acp, sdk and run
 
-Flags go before or after the command word. Run 'dsh <command> --help' for the flags of a command.
+Flags go before or after the command word. Run 'dsh help <command>' (or 'dsh <command> --help') for the
+flags of a command.
 
 `
 
@@ -91,27 +94,42 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, usage+envDoc)
 			return 0
 		}
-		if len(args) > 0 && args[0] == "--version" {
-			return versionCommand(nil, stdout, stderr)
+		if len(args) > 0 && (args[0] == "--version" || args[0] == "-v" || args[0] == "-version") {
+			return versionCommand(args[1:], stdout, stderr)
 		}
-		fmt.Fprintf(stderr, "dsh: a command is required: acp, sdk, run, sessions, config, completion or version\n\n%s", usage)
+		fmt.Fprintf(stderr, "dsh: a command is required: %s\n\n%s", strings.Join(commandNames, ", "), usage)
 		return 2
 	}
 	cmd := args[i]
 	rest := append(append([]string{}, args[:i]...), args[i+1:]...)
 	if cmd == "help" {
-		fmt.Fprint(stdout, usage+envDoc)
-		return 0
+		return helpCommand(rest, stdin, stdout, stderr)
 	}
 	run, ok := commands[cmd]
 	if !ok {
-		fmt.Fprintf(stderr, "dsh: unknown command %q (want acp, sdk, run, sessions, config, completion or version)\n", cmd)
+		fmt.Fprintf(stderr, "dsh: unknown command %q (want %s, or help)\n", cmd, strings.Join(commandNames, ", "))
 		return 2
 	}
 	return run(rest, stdin, stdout, stderr)
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" }
+
+// helpCommand is `dsh help [COMMAND [SUBCOMMAND]]`: the global help, or
+// exactly what `dsh COMMAND [SUBCOMMAND] --help` prints, so there is one
+// help text per command.
+func helpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (len(args) == 1 && args[0] == "help") {
+		fmt.Fprint(stdout, usage+envDoc)
+		return 0
+	}
+	run, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dsh help: unknown command %q (want %s)\n", args[0], strings.Join(commandNames, ", "))
+		return 2
+	}
+	return run(append(append([]string{}, args[1:]...), "--help"), stdin, stdout, stderr)
+}
 
 // applyProfile rewrites the original's --profile aliases into commands.
 func applyProfile(args []string, stderr io.Writer) ([]string, int) {

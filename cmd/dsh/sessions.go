@@ -30,8 +30,10 @@ Commands:
                               --cwd keeps those recorded for DIR, --json prints one JSON array
   show ID [--json]            print a readable transcript of session ID (a unique prefix is enough);
                               --json prints {header, events} as stored
-  rm ID                       delete session ID (the whole id; refused while a process is writing it)
+  rm ID                       delete session ID (a unique prefix is enough; refused while a process is writing it)
   compact ID [FOCUS...]       summarise session ID's conversation now, with its model (see docs/context.md)
+
+An ID may be given whole or as a unique prefix, with or without "session-" (4dff or session-4dff).
 
 Exit status: 0 on success, 1 if the session is missing or cannot be read or removed, 2 on usage errors.
 `
@@ -40,7 +42,7 @@ Exit status: 0 on success, 1 if the session is missing or cannot be read or remo
 var sessionsHelp = map[string]string{
 	"list":    "Usage: dsh sessions list [--cwd DIR] [--json]\n\nList the stored sessions, most recently updated first.",
 	"show":    "Usage: dsh sessions show ID [--json]\n\nPrint a readable transcript of a session: turns, each tool call on one line, usage.\nID may be a unique prefix of the session id.",
-	"rm":      "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.",
+	"rm":      "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.\nID may be a unique prefix of the session id.",
 	"compact": compactHelp,
 }
 
@@ -230,6 +232,11 @@ func sessionsRm(s *store.Store, f sessionsFlags, rest []string, stdout, stderr i
 	if f.asJSON {
 		fmt.Fprintln(stderr, "dsh sessions rm: --json applies to list and show")
 		return 2
+	}
+	id, err := s.Resolve(id)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh sessions rm: %v\n", err)
+		return 1
 	}
 	if err := s.Remove(id); err != nil {
 		fmt.Fprintf(stderr, "dsh sessions rm: %v\n", err)

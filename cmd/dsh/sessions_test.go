@@ -76,3 +76,36 @@ func TestSessionsListEmptyAndByCwd(t *testing.T) {
 		t.Errorf("list: %q", stdout)
 	}
 }
+
+// TestSessionsHexPrefix: the first characters of a minted id's hex part
+// name the session in show, rm and compact, as they do with "session-";
+// a prefix two sessions share is refused naming both, and rm with a
+// prefix removes exactly the one session it names.
+func TestSessionsHexPrefix(t *testing.T) {
+	root, cwd := t.TempDir(), t.TempDir()
+	seedSessions(t, root, cwd, "session-4dff01", "session-4d0a02", "session-77aa03")
+
+	code, stdout, stderr := invoke(t, "sessions", "show", "4dff", "--session-root", root)
+	if code != 0 || !strings.HasPrefix(stdout, "session session-4dff01\n") {
+		t.Errorf("show 4dff: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = invoke(t, "sessions", "show", "4d", "--session-root", root)
+	if code != 1 || !strings.Contains(stderr, "session-4dff01") || !strings.Contains(stderr, "session-4d0a02") {
+		t.Errorf("show 4d (two sessions): exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, stderr = invoke(t, "sessions", "rm", "77a", "--session-root", root)
+	if code != 0 || !strings.Contains(stdout, "session-77aa03") {
+		t.Fatalf("rm 77a: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := store.New(root).Dir("session-77aa03"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("rm 77a left the session (%v)", err)
+	}
+	for _, id := range []string{"session-4dff01", "session-4d0a02"} {
+		if _, err := store.New(root).Dir(id); err != nil {
+			t.Errorf("rm 77a touched %s: %v", id, err)
+		}
+	}
+	if code, _, stderr := invoke(t, "sessions", "rm", "4d", "--session-root", root); code != 1 || !strings.Contains(stderr, "give more of the id") {
+		t.Errorf("rm of an ambiguous prefix: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -256,6 +256,12 @@ func first(vs ...string) string {
 func (f *settingFlags) loadConfig(s *Settings) (fileConfig, error) {
 	s.ConfigPath = first(f.config, os.Getenv("DSH_CONFIG"))
 	explicit := s.ConfigPath != ""
+	switch {
+	case f.config != "":
+		s.Sources["configFile"] = "flag --config"
+	case explicit:
+		s.Sources["configFile"] = "environment DSH_CONFIG"
+	}
 	if !explicit {
 		if dir := configHome(); dir != "" {
 			s.ConfigPath = filepath.Join(dir, "dsh", "config.json")

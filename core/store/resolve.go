@@ -15,6 +15,10 @@ type AmbiguousError struct {
 
 const maxMatches = 5
 
+// mintedPrefix starts every id dsh mints (core.NewSessionID); hosts may
+// choose other ids.
+const mintedPrefix = "session-"
+
 func (e *AmbiguousError) Error() string {
 	s := fmt.Sprintf("session id prefix %q names %d sessions: %s", e.Prefix, len(e.Matches)+e.More, strings.Join(e.Matches, ", "))
 	if e.More > 0 {
@@ -24,9 +28,11 @@ func (e *AmbiguousError) Error() string {
 }
 
 // Resolve returns the id of the session named by idOrPrefix: the session
-// with exactly that id, else the only session whose id starts with it. No
-// match is ErrNotFound; several are an *AmbiguousError. A person at a
-// terminal types the first characters of an id, as with git revisions.
+// with exactly that id, else the only session whose id, or the hex part of
+// a minted id (after "session-"), starts with it. No match is ErrNotFound;
+// several are an *AmbiguousError. A person at a terminal types the first
+// characters of the id they see, as with git revisions: `4dff` as well as
+// `session-4dff`.
 func (s *Store) Resolve(idOrPrefix string) (string, error) {
 	if idOrPrefix == "" {
 		return "", fmt.Errorf("store: empty session id: %w", ErrNotFound)
@@ -40,7 +46,7 @@ func (s *Store) Resolve(idOrPrefix string) (string, error) {
 	}
 	var matches []string
 	for _, in := range infos {
-		if strings.HasPrefix(in.Header.ID, idOrPrefix) {
+		if strings.HasPrefix(in.Header.ID, idOrPrefix) || strings.HasPrefix(strings.TrimPrefix(in.Header.ID, mintedPrefix), idOrPrefix) {
 			matches = append(matches, in.Header.ID)
 		}
 	}
