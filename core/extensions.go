@@ -202,3 +202,13 @@ func (s *Session) AgentTypes() []AgentType {
 	}
 	return out
 }
+
+// agentTypes are the session's agent files as the subagent tool offers
+// them.
+func (s *Session) agentTypes() []tool.AgentType {
+	out := make([]tool.AgentType, len(s.ext.agents))
+	for i, a := range s.ext.agents {
+		out[i] = tool.AgentType{Name: a.Name, Description: a.Description, Model: a.Model}
+	}
+	return out
+}

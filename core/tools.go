@@ -88,12 +88,19 @@ func (s *Session) sessionTools() *toolset {
 	if len(s.ext.skills) > 0 {
 		mt = append(mt, skillTool{skills: s.ext.skills})
 	}
-	if len(mt) == 0 && (s.ext.agent == nil || s.ext.agent.Tools == nil) {
+	if len(mt) == 0 && (s.ext.agent == nil || s.ext.agent.Tools == nil) && len(s.ext.agents) == 0 {
 		ts := *base
 		ts.base, ts.mcpVersion = base, v
 		return &ts
 	}
 	all := append(append([]tool.Tool(nil), base.tools...), mt...)
+	if types := s.agentTypes(); len(types) > 0 {
+		for i, t := range all {
+			if at, ok := t.(tool.AgentTyped); ok {
+				all[i] = at.WithAgentTypes(types)
+			}
+		}
+	}
 	if a := s.ext.agent; a != nil && a.Tools != nil {
 		all = slices.DeleteFunc(all, func(t tool.Tool) bool { return !slices.Contains(a.Tools, t.Name()) })
 	}

@@ -33,12 +33,43 @@ type subagentTool struct {
 	reg    *Registry
 	schema json.RawMessage
 	desc   string
+	// types are the session's agent files (WithAgentTypes): each runs as
+	// an in-process child limited to its tools, with its instructions.
+	types []tool.AgentType
 }
 
 type args struct {
 	Description string `json:"description"`
 	Prompt      string `json:"prompt"`
 	Agent       string `json:"agent"`
+	// agentType is the agent file Agent names, when it names one.
+	agentType *tool.AgentType
+}
+
+// WithAgentTypes is the tool for a session with agent files: the agent
+// argument also takes their names.
+func (t *subagentTool) WithAgentTypes(types []tool.AgentType) tool.Tool {
+	c := *t
+	for _, ty := range types {
+		if _, clash := t.reg.providers[ty.Name]; clash {
+			t.reg.log.Warn("subagent: an agent file has the name of a provider; the provider wins", "agent", ty.Name)
+			continue
+		}
+		c.types = append(c.types, ty)
+	}
+	c.schema = c.buildSchema()
+	c.desc = c.buildDescription()
+	return &c
+}
+
+// agentNames are the values of the agent argument: the providers, then
+// the agent types.
+func (t *subagentTool) agentNames() []string {
+	names := t.reg.Names()
+	for _, ty := range t.types {
+		names = append(names, ty.Name)
+	}
+	return names
 }
 
 func (t *subagentTool) Name() string            { return ToolName }
@@ -58,6 +89,13 @@ func (t *subagentTool) buildDescription() string {
 		fmt.Fprintf(&b, "\n- %s: %s", name, describeProvider(p))
 		if name == t.reg.def {
 			b.WriteString(" (default)")
+		}
+	}
+	if len(t.types) > 0 {
+		b.WriteString("\n\nAgent types (an agent file of this project or user: a child session in this process with only " +
+			"the type's tools and its instructions; prefer one whose description fits the task):")
+		for _, ty := range t.types {
+			fmt.Fprintf(&b, "\n- %s: %s", ty.Name, ty.Description)
 		}
 	}
 	return b.String()
@@ -98,7 +136,7 @@ func (t *subagentTool) buildSchema() json.RawMessage {
 		Properties: props{
 			Description: prop{Type: "string", Description: "A short (3-5 word) description of the task"},
 			Prompt:      prop{Type: "string", Description: "The task for the subagent to perform"},
-			Agent:       prop{Type: "string", Description: "Which agent runs the task (default " + t.reg.def + ")", Enum: t.reg.Names()},
+			Agent:       prop{Type: "string", Description: "Which agent runs the task (default " + t.reg.def + ")", Enum: t.agentNames()},
 		},
 		Required: []string{"description", "prompt"},
 	}
@@ -138,7 +176,13 @@ func (t *subagentTool) parse(raw json.RawMessage) (args, *provider, error) {
 	}
 	p, ok := t.reg.providers[name]
 	if !ok {
-		return a, nil, fmt.Errorf("unknown agent %q; available: %s", a.Agent, strings.Join(t.reg.Names(), ", "))
+		for i := range t.types {
+			if t.types[i].Name == name {
+				a.agentType = &t.types[i]
+				return a, t.reg.providers[ProviderInproc], nil
+			}
+		}
+		return a, nil, fmt.Errorf("unknown agent %q; available: %s", a.Agent, strings.Join(t.agentNames(), ", "))
 	}
 	return a, p, nil
 }
@@ -148,7 +192,11 @@ func (t *subagentTool) Inspect(raw json.RawMessage, _ *tool.Env) (tool.Access, e
 	if err != nil {
 		return tool.Access{}, err
 	}
-	return tool.Access{Title: fmt.Sprintf("Subagent (%s): %s", p.name, a.Description)}, nil
+	who := p.name
+	if a.agentType != nil {
+		who = a.agentType.Name
+	}
+	return tool.Access{Title: fmt.Sprintf("Subagent (%s): %s", who, a.Description)}, nil
 }
 
 func (t *subagentTool) Run(ctx context.Context, raw json.RawMessage, env *tool.Env) tool.Result {
@@ -228,11 +276,18 @@ func (c *call) inproc(ctx context.Context) outcome {
 		return notStarted(ctx, nil)
 	}
 	var streamed lockedText
+	cfg, agentType := c.parent.Config(), ""
+	if ty := c.a.agentType; ty != nil {
+		agentType = ty.Name
+		if ty.Model != "" {
+			cfg.Model = ty.Model
+		}
+	}
 	child, err := c.t.rt.Create(ctx, core.SessionOptions{
-		Cwd: c.cwd, AdditionalDirs: c.parent.AdditionalDirs(), Config: c.parent.Config(), PermissionMode: c.parent.Mode(),
+		Cwd: c.cwd, AdditionalDirs: c.parent.AdditionalDirs(), Config: cfg, PermissionMode: c.parent.Mode(),
 		Asker: parentAsker{c.parent, c.parentCall()},
 		Files: c.env.Files, Exec: c.env.Exec, ParentSession: c.parent.ID(), Depth: c.depth, Origin: "subagent",
-		OnDelta: streamed.onDelta,
+		OnDelta: streamed.onDelta, AgentType: agentType,
 	})
 	if err != nil {
 		return notStarted(ctx, fmt.Errorf("could not create the child session: %w", err))

@@ -46,6 +46,17 @@ type Tool interface {
 	Run(ctx context.Context, args json.RawMessage, env *Env) Result
 }
 
+// AgentType is an agent file a subagent may run as: its name, when to
+// use it, and the model it asks for ("" : the parent's).
+type AgentType struct{ Name, Description, Model string }
+
+// AgentTyped is a tool that offers a session's agent types (the subagent
+// tool): a session whose project or user keeps agent files gets the tool
+// WithAgentTypes returns in its place.
+type AgentTyped interface {
+	WithAgentTypes(types []AgentType) Tool
+}
+
 // Access is what a call touches, for the permission gate and the doors.
 type Access struct {
 	Paths   []string // absolute, symlinks resolved
