@@ -187,7 +187,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 
 // announceCommands queues the slash-command list of a session.
 func (a *agent) announceCommands(st *sessState) {
-	cmds := availableCommands(st.s)
+	cmds := st.commands()
 	a.pump.push(item{st: st, update: &cmds})
 	if n := a.sandboxNotice(); n != nil {
 		a.pump.push(item{st: st, update: n})
@@ -309,7 +309,7 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 	if err := st.s.SetAdditionalDirs(dirs); err != nil {
 		return sdk.ResumeSessionResponse{}, rpcError(codeInternalError, "session %s: recording additionalDirectories: %v", st.id, err)
 	}
-	cmds := availableCommands(st.s)
+	cmds := st.commands()
 	_ = a.pump.enqueueWait(ctx, item{st: st, update: &cmds})
 	if n := a.sandboxNotice(); n != nil {
 		_ = a.pump.enqueueWait(ctx, item{st: st, update: n})

@@ -53,6 +53,9 @@ func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.Content
 		return blocks, resp, false, nil // not ours: the model reads it
 	case errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil):
 		return nil, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
+	case errors.Is(err, core.ErrUntrusted) || errors.Is(err, core.ErrHookBlocked):
+		resp, err := a.refused(ctx, st, err.Error())
+		return nil, resp, true, err
 	case err != nil:
 		return nil, resp, true, rpcError(codeInternalError, "/%s failed: %v", name, err)
 	case res.Prompt != "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -15,6 +16,31 @@ import (
 
 // imageTypes are the image media types a prompt may carry.
 var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true, "image/gif": true}
+
+// commands is the session's slash-command list, noted as announced.
+func (st *sessState) commands() sdk.SessionUpdate {
+	u := availableCommands(st.s)
+	key, _ := json.Marshal(u)
+	st.pmu.Lock()
+	st.cmds = string(key)
+	st.pmu.Unlock()
+	return u
+}
+
+// commandsChanged returns the slash-command list when it differs from
+// the one last announced (a command file was added, changed or removed
+// since): a prompt then announces it before its turn.
+func (st *sessState) commandsChanged() (sdk.SessionUpdate, bool) {
+	u := availableCommands(st.s)
+	key, _ := json.Marshal(u)
+	st.pmu.Lock()
+	defer st.pmu.Unlock()
+	if st.cmds == string(key) {
+		return u, false
+	}
+	st.cmds = string(key)
+	return u, true
+}
 
 // availableCommands is the session's slash-command list (core's registry:
 // only commands that work).
@@ -58,6 +84,11 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		st.pmu.Unlock()
 	}()
 
+	if u, changed := st.commandsChanged(); changed {
+		if err := a.pump.enqueueWait(ctx, item{st: st, update: &u}); err != nil {
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+	}
 	prompt, resp, done, err := a.command(ctx, st, p.Prompt)
 	if done || err != nil {
 		return resp, err
@@ -67,6 +98,10 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 		return sdk.PromptResponse{}, err
 	}
 	ticket, err := st.s.Prompt(context.WithoutCancel(ctx), content)
+	if errors.Is(err, core.ErrHookBlocked) {
+		// A UserPromptSubmit hook refused it: the user reads why.
+		return a.refused(ctx, st, "The prompt was not sent: "+strings.TrimPrefix(err.Error(), core.ErrHookBlocked.Error()+": "))
+	}
 	if err != nil {
 		return sdk.PromptResponse{}, coreError(err)
 	}
@@ -111,6 +146,16 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}
 	a.log.Warn("acp: turn ended for an unknown reason", "session", st.id, "reason", res.Reason.Kind)
 	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+// refused tells the user why dsh did not take the prompt and ends it with
+// stopReason refusal.
+func (a *agent) refused(ctx context.Context, st *sessState, why string) (sdk.PromptResponse, error) {
+	msg := sdk.UpdateAgentMessageText(why)
+	if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil
 }
 
 // promptContent turns ACP content into a user message. The whole prompt

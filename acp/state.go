@@ -111,6 +111,9 @@ type sessState struct {
 	pmu             sync.Mutex
 	prompting       bool
 	cancelRequested bool
+	// cmds is the slash-command list last announced (its JSON), so a
+	// prompt re-announces it when a command file changed.
+	cmds string
 
 	// proj is used under projMu: by the pump for live events, by a
 	// session/load for its replay.

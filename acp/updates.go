@@ -114,7 +114,7 @@ func (p *projector) replay(ctx context.Context) error {
 		if p.lastUsage != nil {
 			p.a.out.put(st.id, *p.lastUsage)
 		}
-		p.a.out.put(st.id, availableCommands(st.s))
+		p.a.out.put(st.id, st.commands())
 		if n := p.a.sandboxNotice(); n != nil {
 			p.a.out.put(st.id, *n)
 		}
@@ -232,6 +232,14 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		if m, err := event.Decode[event.MCPServer](ev); err == nil {
 			if line := mcpNotice(m); line != "" {
 				return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(line + "\n")}, nil
+			}
+		}
+		return nil, nil
+
+	case event.TypeHookRun:
+		if h, err := event.Decode[event.HookRun](ev); err == nil {
+			if line := hookNotice(h); line != "" {
+				return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(line)}, nil
 			}
 		}
 		return nil, nil
@@ -479,4 +487,17 @@ func (p *projector) toolCall(tc event.ToolCall) ([]sdk.SessionUpdate, func()) {
 			p.st.execs = append(p.st.execs, execCall{id: id})
 		}
 	}
+}
+
+// hookNotice tells the user of a hook that failed (it blocked nothing) or
+// of a Stop hook that kept the turn going; other outcomes show where they
+// act (a refused tool call's result, a refused prompt's answer).
+func hookNotice(h event.HookRun) string {
+	switch {
+	case h.Outcome == event.HookFailed:
+		return fmt.Sprintf("\n\n*%s hook `%s` (%s) failed: %s*\n\n", h.Event, h.Command, h.Source, h.Message)
+	case h.Outcome == event.HookBlocked && h.Event == "Stop":
+		return fmt.Sprintf("\n\n*A Stop hook kept the turn going: %s*\n\n", h.Message)
+	}
+	return ""
 }

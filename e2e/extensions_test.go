@@ -153,3 +153,84 @@ func TestRunProjectHooksNeedTrust(t *testing.T) {
 		t.Errorf("UserPromptSubmit context missing: %q", got)
 	}
 }
+
+// commandLists are the available_commands_update lists seen so far: for
+// each, the command names and their input hints.
+func commandLists(p *acpPipe) []map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []map[string]string
+	for _, f := range p.frames {
+		u := f.update()
+		if u == nil || u["sessionUpdate"] != "available_commands_update" {
+			continue
+		}
+		m := map[string]string{}
+		cmds, _ := u["availableCommands"].([]any)
+		for _, c := range cmds {
+			c, _ := c.(map[string]any)
+			name, _ := c["name"].(string)
+			hint := ""
+			if in, ok := c["input"].(map[string]any); ok {
+				hint, _ = in["hint"].(string)
+			}
+			m[name] = hint
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestACPCustomCommands(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	w := claudeWorld(t, srv.Env()...)
+	p := startACP(t, w)
+	p.initialize()
+	sid := p.newSession()
+	p.waitFor("the command list", func(f acpFrame) bool {
+		u := f.update()
+		return u != nil && u["sessionUpdate"] == "available_commands_update"
+	})
+	first := commandLists(p)[0]
+	for name, hint := range map[string]string{"init": "what to focus on (optional)", "fix-issue": "[issue-number] [priority]",
+		"deploy": "ENV", "frontend:component": "", "review": "", "explain": "", "standup": "", "status": ""} {
+		if got, ok := first[name]; !ok || got != hint {
+			t.Errorf("/%s: offered %v with hint %q, want %q (list %v)", name, ok, got, hint, first)
+		}
+	}
+	if _, ok := first["broken"]; ok {
+		t.Error("a file with malformed frontmatter was offered")
+	}
+
+	srv.Enqueue(modeltest.TextReply("on it"))
+	if stop := p.promptText(sid, "/deploy staging"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := lastUser(srv.Last()); !strings.Contains(got, "Deploy to staging (all: staging).") {
+		t.Errorf("expanded prompt %q", got)
+	}
+
+	// A command file added while the session is open is offered at the
+	// next turn.
+	writeFile(t, filepath.Join(w.Cwd, ".claude", "commands", "ship.md"), "---\ndescription: Ship it\nargument-hint: VERSION\n---\nShip $0.\n")
+	srv.Enqueue(modeltest.TextReply("shipped"))
+	if stop := p.promptText(sid, "/ship v1.2"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	lists := commandLists(p)
+	if got := lists[len(lists)-1]; got["ship"] != "VERSION" {
+		t.Errorf("the new command was not announced: %v", got)
+	}
+	if got := lastUser(srv.Last()); !strings.Contains(got, "Ship v1.2.") {
+		t.Errorf("expanded prompt %q", got)
+	}
+
+	// A !-line in an untrusted project is refused, and the user told why.
+	n := srv.Count()
+	f := p.call("session/prompt", textPrompt(sid, "/status"))
+	p.wantResult(f)
+	if f.stopReason() != "refusal" || srv.Count() != n {
+		t.Errorf("untrusted !-line: stop %q, %d model calls", f.stopReason(), srv.Count()-n)
+	}
+}
