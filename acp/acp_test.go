@@ -1267,7 +1267,7 @@ func TestPermissionsCommand(t *testing.T) {
 // session/load restores the usage (and the cost) after its replay.
 func TestUsageCostAndRestore(t *testing.T) {
 	root, cwd := t.TempDir(), t.TempDir()
-	prices := map[string]Price{testModel: {Currency: "USD", InputCacheHit: 0.07, InputCacheMiss: 0.27, Output: 1.10}}
+	prices := map[string]core.Price{testModel: {Currency: "USD", InputCacheHit: 0.07, InputCacheMiss: 0.27, Output: 1.10}}
 	h := start(t, hopts{root: root, cwd: cwd, prices: prices})
 	h.initialize(sdk.ClientCapabilities{})
 	ns := h.newSession()

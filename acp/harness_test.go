@@ -32,7 +32,7 @@ const testModel = "scripted-model"
 
 // newRuntime builds a real runtime on a store at root with the scripted
 // provider playing script.
-func newRuntime(t *testing.T, root string, script any, mode permission.Mode) *core.Runtime {
+func newRuntime(t *testing.T, root string, script any, mode permission.Mode, more ...func(*core.Config)) *core.Runtime {
 	t.Helper()
 	b, err := json.Marshal(script)
 	if err != nil {
@@ -42,7 +42,7 @@ func newRuntime(t *testing.T, root string, script any, mode permission.Mode) *co
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := core.New(core.Config{
+	cfg := core.Config{
 		Store: store.New(root),
 		NewProvider: func(name string) (model.Provider, error) {
 			return model.New(name, model.Options{ScriptPath: path})
@@ -52,7 +52,11 @@ func newRuntime(t *testing.T, root string, script any, mode permission.Mode) *co
 		Tools:          tool.Builtins(),
 		Origin:         "run",
 		Logger:         testLogger(t),
-	})
+	}
+	for _, f := range more {
+		f(&cfg)
+	}
+	rt, err := core.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ type hopts struct {
 	cwd      string // workspace; "" = fresh
 	maxFrame int
 	models   []string
-	prices   map[string]Price
+	prices   map[string]core.Price // the runtime's (core prices each call)
 	// sandboxNotice and containTerminal are the Options'.
 	sandboxNotice   func() string
 	containTerminal func(sandbox.Scope, []string) ([]string, []string, error)
@@ -117,14 +121,14 @@ func (o hopts) withDefaults(t *testing.T) hopts {
 func start(t *testing.T, o hopts) *harness {
 	t.Helper()
 	o = o.withDefaults(t)
-	rt := newRuntime(t, o.root, o.script, o.mode)
+	rt := newRuntime(t, o.root, o.script, o.mode, func(c *core.Config) { c.Prices = o.prices })
 	h := &harness{t: t, rt: rt, root: o.root, cwd: o.cwd, cl: newTestClient(), done: make(chan error, 1)}
 
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models, Prices: o.prices,
+		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models,
 			SandboxNotice: o.sandboxNotice, ContainTerminal: o.containTerminal})
 		_ = agentOut.Close()
 	}()

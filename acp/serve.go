@@ -42,9 +42,6 @@ type Options struct {
 	// held to the pace, queued updates that a later one continues or
 	// supersedes merge, so a turn needs fewer frames.
 	UpdatesPerSecond float64
-	// Prices, by model id, turn usage_update into one with the session's
-	// running cost (the config file's "prices" key; see ParsePrices).
-	Prices map[string]Price
 	// SandboxNotice says what the machine cannot contain of the commands
 	// the model runs (core/sandbox's Sandbox.Notice: the one fact, also
 	// logged on stderr at startup); each session this connection opens

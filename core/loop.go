@@ -360,6 +360,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
 			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
+	am.Cost = s.rt.priceCall(cfg.Model, resp.Usage)
 	amEv := event.New(event.TypeAssistantMessage, am)
 	amEv.SourceEventSeqs = srcSeqs
 	// The message and the calls it made are one write: a crash between

@@ -110,6 +110,9 @@ type Config struct {
 	ToolLists permission.Lists
 	// Version is dsh's version, told to MCP servers.
 	Version string
+	// Prices, by model id, give each committed model call its cost (the
+	// config file's "prices" key; ParsePrices).
+	Prices map[string]Price
 	// Extensions say where extension files are read and which
 	// projects' hooks run (see Extensions).
 	Extensions Extensions

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dsh-dev/dsh/acp"
+	"github.com/dsh-dev/dsh/core"
 )
 
 func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -21,8 +22,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)
 		return 2
 	}
-	prices, err := acp.ParsePrices(s.Prices)
-	if err != nil {
+	if _, err := core.ParsePrices(s.Prices); err != nil {
 		fmt.Fprintf(stderr, "dsh: config file: %v\n", err)
 		return 2
 	}
@@ -34,7 +34,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, sigCode, stop := signalContext()
 	defer stop()
-	opts := acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, Prices: prices, ContainTerminal: rt.containTerminal}
+	opts := acp.Options{Logger: logger, Version: version, UpdatesPerSecond: rate, ContainTerminal: rt.containTerminal}
 	if s.Depth == 0 {
 		// A subagent child's parent has told the user already; in the
 		// child's session the message would land in the subagent's answer.

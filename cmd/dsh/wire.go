@@ -111,8 +111,13 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	for _, p := range s.Patches {
 		logger.Warn("ignoring --patch: dsh has no patch mechanism (accepted so the original's launchers start it unchanged)", "file", p)
 	}
+	prices, err := core.ParsePrices(s.Prices)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s: %w", s.ConfigPath, err)
+	}
 	sb, noticed := newSandbox(s, self, logger)
 	rt, err := core.New(core.Config{
+		Prices: prices,
 		// Every command the model runs goes through this executor, under
 		// the reaper (this binary): nothing it starts outlives the call.
 		Exec:      tool.LocalExecWith(tool.LocalExecOptions{Reaper: self, Sandbox: sb}),

@@ -249,7 +249,22 @@ type AssistantMessage struct {
 	Usage        *Usage  `json:"usage,omitempty"`
 	Interrupted  bool    `json:"interrupted,omitempty"`
 	FinishReason string  `json:"finishReason,omitempty"` // the provider's finish_reason
+	// Cost (ours) is what the call cost when a price is configured for its
+	// model, worked out once when the message is committed.
+	Cost *Cost `json:"cost,omitempty"`
 }
+
+// Cost is what one model call cost.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"` // ISO 4217
+	// Source says where the price came from: PriceFromConfig.
+	Source string `json:"source"`
+}
+
+// PriceFromConfig is the Cost.Source of a price from the config file's
+// "prices" key.
+const PriceFromConfig = "config"
 
 // AssistantAttempt is the payload of assistant/attempt: a model call that
 // failed or was retried and committed no message.
