@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/ext"
@@ -20,7 +19,8 @@ import (
 // Compaction (ARCHITECTURE.md §4 "Context"): near the window, the same model
 // writes a summary of the conversation as a continuation of the request it
 // would have made next (same system prompt, tools and history, then a fixed
-// instruction, tool_choice "none"), so the summary call reads the cached
+// instruction that forbids tool calls; no tool_choice, which DeepSeek's
+// thinking mode does not support), so the summary call reads the cached
 // prefix; the history from then on is the pinned context messages, the
 // first task, the most recent user messages, the current turn's last tool
 // round and the summary. The checkpoint event holds that history whole, so
@@ -46,7 +46,7 @@ const summaryPrefix = CompactedPrefix + "The conversation so far was summarised 
 	"this summary replaces the earlier messages.\n\n"
 
 // summaryInstruction is the fixed last message of a summary call.
-const summaryInstruction = `Stop the task for a moment and write a summary of the conversation so far. It will replace the conversation: you will go on from this summary alone, with the first task and the most recent user messages, which are kept as they are. Do not call tools; answer with the summary only, in plain text, under these headings:
+const summaryInstruction = model.SummaryInstructionStart + ` It will replace the conversation: you will go on from this summary alone, with the first task and the most recent user messages, which are kept as they are. Do not call any tool, even if one seems useful: tools are not available for this reply. Answer with the summary only, in plain text, under these headings:
 
 1. Task: what the user asked for, and every constraint or preference they stated.
 2. Current state: what is done, what is in progress (describe the unfinished work of the latest request precisely), what failed and why.
@@ -254,7 +254,8 @@ func (s *Session) summarise(ctx context.Context, j compactJob, snap conversation
 	s.commitMu.Lock()
 	fixed := s.fixedBytes()
 	s.commitMu.Unlock()
-	halved := false
+	halved, callsDropped := false, false
+	lowered := 0 // max_tokens a refusal left room for
 	var usage *event.Usage
 	for attempt := 0; ; attempt++ {
 		conv := conversation{msgs: append([]model.Message(nil), snap.msgs...), atts: cloneAtts(snap.atts), itemCap: snap.itemCap,
@@ -264,9 +265,19 @@ func (s *Session) summarise(ctx context.Context, j compactJob, snap conversation
 		conv.trim(n)
 		req := *base
 		req.Messages = append(conv.build(s, system, j.prov.Caps(j.cfg.Model).Images), instr)
-		req.ToolChoice = "none"
+		req.Summary = true
 		req.Attempt = attempt
+		s.fitOutput(&req, j.cfg, j.prov, conv.size.tokens(fixed)+int64(len(instr.Content))/bytesPerToken, summaryMaxTokens)
+		if lowered > 0 {
+			req.MaxTokens = min(req.MaxTokens, lowered)
+		}
 		resp, err := j.prov.Stream(ctx, &req, nil)
+		if err == nil && len(resp.ToolCalls) > 0 && !callsDropped {
+			// Tools are in the request (for the cached prefix) but not
+			// for this reply: drop the calls and ask once more.
+			callsDropped = true
+			continue
+		}
 		if err == nil {
 			text := strings.TrimSpace(resp.Text)
 			if text == "" {
@@ -281,6 +292,10 @@ func (s *Session) summarise(ctx context.Context, j compactJob, snap conversation
 		if ctx.Err() != nil {
 			return "", usage, err
 		}
+		if n := lowerOutput(me, req.MaxTokens); n > 0 && lowered == 0 {
+			lowered = n
+			continue
+		}
 		if errors.As(err, &me) && me.Class == model.ClassContextWindow && !halved {
 			halved = true
 			s.learnWindow(me.Message)
@@ -289,7 +304,7 @@ func (s *Session) summarise(ctx context.Context, j compactJob, snap conversation
 		}
 		if errors.As(err, &me) && me.Retryable() && attempt < maxRetries {
 			select {
-			case <-time.After(s.rt.cfg.Backoff(attempt, me.RetryAfter)):
+			case <-s.rt.cfg.After(s.rt.cfg.Backoff(attempt+1, me.RetryAfter)):
 				continue
 			case <-ctx.Done():
 				return "", usage, ctx.Err()

@@ -38,7 +38,7 @@ type watchProvider struct {
 func (w *watchProvider) Stream(ctx context.Context, req *model.Request, d func(model.Delta)) (*model.Response, error) {
 	w.mu.Lock()
 	w.reqs++
-	if req.ToolChoice == "none" {
+	if req.Summary {
 		w.sums++
 	}
 	tokens := int64(0)

@@ -39,7 +39,7 @@ func (p *readingProvider) Stream(ctx context.Context, req *model.Request, _ func
 		}
 	}
 	usage := &event.Usage{InputTokens: int64(size / 4), OutputTokens: 20}
-	if req.ToolChoice == "none" {
+	if req.Summary {
 		return &model.Response{Text: "Summary: the user reads data.txt each turn; it was read.", FinishReason: "stop", Usage: usage}, nil
 	}
 	p.reqBytes.Store(int64(size))

@@ -247,6 +247,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	if err := s.recordContext(cfg, s.limits(prov, cfg)); err != nil {
 		return nil, err
 	}
+	s.fitOutput(req, cfg, prov, s.promptEstimate(), 0)
 	s.mu.Lock()
 	onDelta := s.onDelta
 	s.mu.Unlock()
@@ -257,7 +258,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 
 	var resp *model.Response
 	overflows := 0
-	markupRetried := false // a reply's unparsable call markup is corrected once
+	var retries stepRetries
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
@@ -286,18 +287,13 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		if errors.As(err, &failed) {
 			att.Usage = failed.Usage
 		}
-		var me *model.Error
-		var mk *markupError
-		markup := errors.As(err, &mk) && !markupRetried
-		retry := ctx.Err() == nil && (markup || errors.As(err, &me) && me.Retryable() && attempt < maxRetries)
-		var wait time.Duration
-		if markup {
-			markupRetried, req = true, mk.retryRequest(req)
-			att.RetryInMs = new(int64)
-		} else if retry {
-			wait = s.rt.cfg.Backoff(attempt, me.RetryAfter)
-			ms := wait.Milliseconds()
+		plan := s.planRetry(ctx, err, attempt, &req, &retries)
+		if plan.retry || plan.now {
+			ms := plan.wait.Milliseconds()
 			att.RetryInMs = &ms
+		}
+		if plan.overloaded {
+			info.Message = overloadedMessage(&retries, info.Message)
 		}
 		if _, cerr := s.emit(event.TypeAssistantAttempt, att); cerr != nil {
 			return nil, cerr
@@ -305,6 +301,10 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 		if ctx.Err() != nil {
 			return &turnEnd{abortedReason(ctx)}, nil
 		}
+		if plan.now {
+			continue
+		}
+		var me *model.Error
 		if errors.As(err, &me) && me.Class == model.ClassContextWindow {
 			again, rerr := s.recoverOverflow(ctx, overflows, turn, step, cfg, prov, me)
 			overflows++
@@ -321,12 +321,13 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 				if err := s.recordContext(cfg, s.limits(prov, cfg)); err != nil {
 					return nil, err
 				}
+				s.fitOutput(req, cfg, prov, s.promptEstimate(), 0)
 				continue
 			}
 		}
-		if retry {
+		if plan.retry {
 			select {
-			case <-time.After(wait):
+			case <-s.rt.cfg.After(plan.wait):
 				continue
 			case <-ctx.Done():
 				return &turnEnd{abortedReason(ctx)}, nil

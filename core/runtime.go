@@ -84,8 +84,17 @@ type Config struct {
 	// Origin is recorded in the header of sessions this runtime creates.
 	Origin string
 	Logger *slog.Logger
-	// Backoff is the wait before retry attempt n+1 (default model.Backoff).
+	// Backoff is the wait before retry number n, from 1 (default
+	// model.Backoff).
 	Backoff func(attempt int, retryAfter time.Duration) time.Duration
+	// After is the clock retries wait on (default time.After; tests
+	// inject one that does not sleep).
+	After func(d time.Duration) <-chan time.Time
+	// RetryBudget is the total backoff a step spends on an overloaded
+	// service (429, 503, insufficient resources) before the turn ends
+	// saying so (the retryBudgetSeconds setting; default
+	// DefaultRetryBudget).
+	RetryBudget time.Duration
 	// Files and Exec are the defaults for sessions that bring none.
 	Files tool.FileSystem
 	Exec  tool.Executor
@@ -199,6 +208,12 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = model.Backoff
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	if cfg.RetryBudget <= 0 {
+		cfg.RetryBudget = DefaultRetryBudget
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

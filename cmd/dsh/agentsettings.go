@@ -14,6 +14,9 @@ import (
 type agentLimits struct {
 	LoopWarnAt, LoopStopAt int
 	BashYieldSeconds       int
+	// RetryBudgetSeconds is how long a step keeps retrying an overloaded
+	// model service (429, 503) before the turn says so.
+	RetryBudgetSeconds int
 }
 
 // bashYield is the setting as core takes it (negative: never).
@@ -48,6 +51,13 @@ func resolveAgentLimits(r *resolver, fc fileConfig) (agentLimits, error) {
 	if a.BashYieldSeconds < 0 {
 		return a, fmt.Errorf("bashYieldSeconds must be 0 (never) or more, got %d from %s", a.BashYieldSeconds, r.sources["bashYieldSeconds"])
 	}
+	if a.RetryBudgetSeconds, err = r.pickInt("retryBudgetSeconds", fromEnv("DSH_RETRY_BUDGET_SECONDS"), fromFile(optInt(fc.RetryBudgetSeconds)),
+		byDefault(strconv.Itoa(int(core.DefaultRetryBudget/time.Second)))); err != nil {
+		return a, err
+	}
+	if a.RetryBudgetSeconds < 1 {
+		return a, fmt.Errorf("retryBudgetSeconds must be at least 1, got %d from %s", a.RetryBudgetSeconds, r.sources["retryBudgetSeconds"])
+	}
 	return a, nil
 }
 
@@ -56,4 +66,10 @@ func (a agentLimits) rows(values map[string]string) {
 	values["loopWarnAt"] = strconv.Itoa(a.LoopWarnAt)
 	values["loopStopAt"] = strconv.Itoa(a.LoopStopAt)
 	values["bashYieldSeconds"] = strconv.Itoa(a.BashYieldSeconds)
+	values["retryBudgetSeconds"] = strconv.Itoa(a.RetryBudgetSeconds)
+}
+
+// retryBudget is the setting as core takes it.
+func (a agentLimits) retryBudget() time.Duration {
+	return time.Duration(a.RetryBudgetSeconds) * time.Second
 }

@@ -41,6 +41,8 @@ type fileConfig struct {
 	// BashYieldSeconds: a foreground bash call without its own timeout
 	// goes on as a background job after this many seconds (0: never).
 	BashYieldSeconds *int `json:"bashYieldSeconds"`
+	// RetryBudgetSeconds bounds the retries of an overloaded service.
+	RetryBudgetSeconds *int `json:"retryBudgetSeconds"`
 	// Prices, per model and million tokens, give ACP usage updates a cost.
 	Prices json.RawMessage `json:"prices"`
 	// Sandbox is auto | required | off; SandboxNetwork false turns the

@@ -133,6 +133,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		LoopWarnAt:     s.Agent.LoopWarnAt,
 		LoopStopAt:     s.Agent.LoopStopAt,
 		BashYield:      s.Agent.bashYield(),
+		RetryBudget:    s.Agent.retryBudget(),
 		// The user's own AGENTS.md, put before the project's in every
 		// context message.
 		UserInstructions: userInstructions(),

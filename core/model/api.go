@@ -47,6 +47,11 @@ func IsContext(m Message) bool {
 	return m.Role == "user" && strings.HasPrefix(m.Content, ContextTag)
 }
 
+// SummaryInstructionStart opens the instruction that ends a compaction's
+// summary call, so a server (the fake test server) can tell summary calls
+// from steps by their last message.
+const SummaryInstructionStart = "Stop the task for a moment and write a summary of the conversation so far."
+
 // Message kinds of the model-facing history (Message.Kind).
 const (
 	KindContext = "context" // environment and project instructions; kept by every compaction
@@ -93,10 +98,13 @@ type Request struct {
 	// Attempt is 0 for the first try of a step, 1.. for retries. The scripted
 	// provider uses it to replay injected failures.
 	Attempt int
-	// ToolChoice is sent as tool_choice when set ("none" for a compaction's
-	// summary call: the tools stay in the request, so the cached prefix is
-	// the same, but the model may not call them).
+	// ToolChoice is sent as tool_choice when set, except to DeepSeek with
+	// thinking on, which does not support it.
 	ToolChoice string
+	// Summary marks a compaction's summary call (never sent): the tools
+	// stay in the request, so the cached prefix is the same, and the last
+	// message, starting SummaryInstructionStart, forbids calling them.
+	Summary bool
 }
 
 // Response is a completed model call.

@@ -385,7 +385,8 @@ func TestRetryAfterParsing(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	for attempt, base := range map[int]time.Duration{0: 500 * time.Millisecond, 1: 500 * time.Millisecond,
-		2: time.Second, 3: 2 * time.Second, 5: 8 * time.Second, 6: 10 * time.Second, 100: 10 * time.Second} {
+		2: time.Second, 3: 2 * time.Second, 4: 4 * time.Second, 5: 8 * time.Second, 6: 16 * time.Second, 7: 30 * time.Second,
+		100: 30 * time.Second} {
 		for range 50 {
 			d := Backoff(attempt, 0)
 			if d < base*9/10 || d > base*11/10 {

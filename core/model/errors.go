@@ -18,12 +18,12 @@ import (
 // Backoff bounds.
 const (
 	backoffBase     = 500 * time.Millisecond
-	backoffMax      = 10 * time.Second
+	backoffMax      = 30 * time.Second
 	retryAfterLimit = 60 * time.Second
 )
 
 // Backoff is how long the loop waits before retry number attempt (1 for the
-// first retry). It doubles from 0.5 s up to 10 s with ±10% jitter, so
+// first retry). It doubles from 0.5 s (0.5, 1, 2, 4 …) up to 30 s with ±10% jitter, so
 // parallel sessions do not retry in lockstep. A server-given retryAfter wins,
 // capped at 60 s so a bogus header cannot park a session for hours.
 func Backoff(attempt int, retryAfter time.Duration) time.Duration {

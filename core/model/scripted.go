@@ -341,7 +341,7 @@ func (p *scripted) Stream(ctx context.Context, req *Request, onDelta func(Delta)
 		return nil, err
 	}
 	n := stepsSoFar(req.Messages)
-	if req.ToolChoice == "none" {
+	if req.Summary || req.ToolChoice == "none" {
 		return p.summary(ctx, req, n, onDelta)
 	}
 	steps, repeat, where, err := p.pick(req)

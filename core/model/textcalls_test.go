@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/dsh-dev/dsh/core/model/modeltest"
 )
 
 func TestParseTextCalls(t *testing.T) {
@@ -74,5 +76,12 @@ func TestParseTextCalls(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The fake server tells summary calls by the instruction's first words.
+func TestSummaryInstructionStartMatchesTheFakeServer(t *testing.T) {
+	if modeltest.SummaryInstructionStart != SummaryInstructionStart {
+		t.Fatal("modeltest.SummaryInstructionStart differs from model's")
 	}
 }

@@ -83,7 +83,9 @@ func encodeBody(req *Request, plan bodyPlan) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if req.ToolChoice != "" && len(req.Tools) > 0 {
+	// DeepSeek's thinking mode does not support tool_choice (its V4 guide;
+	// "required" or a named function is refused): it is never sent there.
+	if req.ToolChoice != "" && len(req.Tools) > 0 && plan.thinking != "enabled" {
 		b = append(b, `,"tool_choice":`...)
 		b = appendString(b, req.ToolChoice)
 	}

@@ -133,3 +133,19 @@ func BenchmarkEncodeBody(b *testing.B) {
 		}
 	}
 }
+
+// DeepSeek's thinking mode does not support tool_choice: it is never sent
+// with thinking on, and still sent with thinking off.
+func TestNoToolChoiceWithThinking(t *testing.T) {
+	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, ToolChoice: "none",
+		Tools: []ToolSpec{{Name: "t", Description: "d", Parameters: []byte(`{"type":"object"}`)}}}
+	for thinking, want := range map[string]bool{"enabled": false, "disabled": true, "": true} {
+		body, err := encodeBody(req, bodyPlan{dialect: dialectDeepSeek, thinking: thinking})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(body), `"tool_choice"`); got != want {
+			t.Errorf("thinking %q: tool_choice sent %v, want %v: %s", thinking, got, want, body)
+		}
+	}
+}

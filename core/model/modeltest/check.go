@@ -35,7 +35,7 @@ const (
 	// assistant message). This is what keeps DeepSeek's prefix cache hot.
 	// A compaction is the one planned break: a request whose compacted
 	// messages (CompactedPrefix) differ from the previous one's starts a
-	// new epoch, and a summary call (tool_choice "none") must extend the
+	// new epoch, and a summary call (IsCompaction) must extend the
 	// previous request but is not one the next request extends.
 	CheckPrefix Check = "prefix"
 )
@@ -143,7 +143,7 @@ func (s *Server) check(req *Request) []string {
 			}
 		}
 	}
-	if b.ToolChoice != "none" {
+	if !IsCompaction(req) {
 		s.convs[req.Conversation] = &convState{msgs: msgs, system: system, tools: tools, seq: req.Seq, marks: marks}
 	}
 	return v

@@ -49,9 +49,24 @@ func ContextLimitReply(limit, requested int64) Reply {
 			"Please reduce the length of the messages or completion.", limit, requested, requested))
 }
 
-// IsCompaction reports whether req is a compaction's summary call
-// (tool_choice "none").
-func IsCompaction(req *Request) bool { return req.Body.ToolChoice == "none" }
+// IsCompaction reports whether req is a compaction's summary call: its
+// last message is the summary instruction (or, from older clients, it
+// sends tool_choice "none").
+func IsCompaction(req *Request) bool {
+	msgs := req.Body.Messages
+	if req.Body.ToolChoice == "none" {
+		return true
+	}
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "user" {
+		return false
+	}
+	return strings.HasPrefix(msgs[len(msgs)-1].Text(), SummaryInstructionStart)
+}
+
+// SummaryInstructionStart is model.SummaryInstructionStart (this package
+// cannot import model, whose tests import it; a test there keeps the two
+// equal).
+const SummaryInstructionStart = "Stop the task for a moment and write a summary of the conversation so far."
 
 // SummaryReply answers a summary call with text.
 func SummaryReply(text string, u Usage) Reply {
