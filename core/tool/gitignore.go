@@ -226,3 +226,59 @@ func walkFiles(ctx context.Context, root string, maxDepth int, fn func(walkEntry
 	_, err := walk(root, st, 0)
 	return err
 }
+
+// WalkWorkspace visits every file, symlink or other non-folder entry under
+// root that .gitignore rules do not exclude, the way glob and grep see a
+// workspace: .git skipped, symlinked folders not followed, unreadable
+// folders skipped. skipDir, when not nil, prunes a folder (by absolute
+// path) before it is read; fn returning false stops the walk. Workspace
+// snapshots (core/snapshot) use it so a rewind restores what the file
+// tools can find.
+func WalkWorkspace(ctx context.Context, root string, skipDir func(abs string) bool, fn func(abs string, d fs.DirEntry) bool) error {
+	st := parentIgnores(root)
+	var walk func(dir string, st ignoreStack) (bool, error)
+	walk = func(dir string, st ignoreStack) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return true, nil
+		}
+		for _, e := range entries {
+			if e.Name() == ".git" {
+				st = nil // a nested repository: the rules above it stop there
+				break
+			}
+		}
+		if f := loadIgnore(dir); f != nil {
+			st = append(st[:len(st):len(st)], f)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if name == ".git" {
+				continue
+			}
+			abs := filepath.Join(dir, name)
+			isDir := e.IsDir()
+			if st.ignored(abs, isDir) {
+				continue
+			}
+			if isDir {
+				if skipDir != nil && skipDir(abs) {
+					continue
+				}
+				if cont, err := walk(abs, st); err != nil || !cont {
+					return cont, err
+				}
+				continue
+			}
+			if !fn(abs, e) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	_, err := walk(root, st)
+	return err
+}

@@ -1,0 +1,121 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+func (s *Store) blobPath(hash string) string {
+	return filepath.Join(s.dir, "objects", hash[:2], hash[2:])
+}
+
+// HasBlob reports whether the content hash is stored.
+func (s *Store) HasBlob(hash string) bool {
+	if !validHash(hash) {
+		return false
+	}
+	_, err := os.Stat(s.blobPath(hash))
+	return err == nil
+}
+
+// putBlob stores data under its hash unless it is there already. stored
+// is false when the store bound leaves no room for it. Contents are not
+// fsynced one by one (a snapshot of many new files would cost a flush
+// each); the manifest that names them is, and a kill of the process
+// loses nothing the kernel was given.
+func (s *Store) putBlob(hash string, data []byte) (stored bool, err error) {
+	path := s.blobPath(hash)
+	if _, err := os.Stat(path); err == nil {
+		return true, nil
+	}
+	if s.used < 0 {
+		s.used = s.countUsed()
+	}
+	if s.used+int64(len(data)) > s.opt.MaxStoreBytes {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("store content: %w", err)
+	}
+	if err := writeAtomic(path, data, false); err != nil {
+		return false, fmt.Errorf("store content: %w", err)
+	}
+	s.used += int64(len(data))
+	return true, nil
+}
+
+// countUsed adds up the sizes of the stored contents.
+func (s *Store) countUsed() int64 {
+	var n int64
+	_ = filepath.WalkDir(filepath.Join(s.dir, "objects"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// readBlob returns stored content.
+func (s *Store) readBlob(hash string) ([]byte, error) {
+	if !validHash(hash) {
+		return nil, fmt.Errorf("snapshot: bad content hash %q", hash)
+	}
+	data, err := os.ReadFile(s.blobPath(hash))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: content %s: %w", hash, err)
+	}
+	return data, nil
+}
+
+// writeAtomic writes data to path through a temporary file in the same
+// folder and a rename, so a reader (or a crash) sees the old file or the
+// new one, never a part; with sync the data and the rename are flushed.
+func writeAtomic(path string, data []byte, sync bool) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil && sync {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if sync {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && !errors.Is(err, fs.ErrInvalid) {
+		return err
+	}
+	return nil
+}
