@@ -118,3 +118,8 @@ type CompactionTrim struct {
 	ContextWindow int64  `json:"contextWindow"`
 	Reason        string `json:"reason"`
 }
+
+// CompactRewind is the trigger of the checkpoint a rewind commits: the
+// model-facing history as it was before the turn rewound to (or, for an
+// undo, as it was before the rewind undone). It holds no summary.
+const CompactRewind = "rewind"

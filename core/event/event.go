@@ -65,6 +65,10 @@ const (
 	// TypeHookRun records one run of a hook (core/ext): what it decided,
 	// or how it failed.
 	TypeHookRun = "hook/run"
+	// Rewind (issue 29): a snapshot of the workspace files at a turn's
+	// start and end, and a rewind (or the undo of one).
+	TypeFileCheckpoint = "checkpoint/files"
+	TypeRewind         = "session/rewind"
 )
 
 // known lists every type this package can decode. A log containing another
@@ -80,6 +84,7 @@ var known = map[string]bool{
 	TypeEnvironment:     true,
 	TypeCompactionStart: true, TypeCompactionCheckpoint: true, TypeCompactionFailed: true, TypeCompactionTrim: true,
 	TypeMCPServer: true, TypeSubagentProgress: true, TypeHookRun: true,
+	TypeFileCheckpoint: true, TypeRewind: true,
 }
 
 // Known reports whether t is an event type this runtime understands.
@@ -115,7 +120,8 @@ func New(typ string, data any) Event {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult:
 		ev.SurfaceOp = SurfaceAppend
 	case TypeSubagentStart, TypeSubagentEnd, TypeSubagentProgress, TypePermissionDecision, TypeConfigChange, TypeSessionDirs, TypeEnvironment,
-		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer, TypeHookRun:
+		TypeCompactionStart, TypeCompactionCheckpoint, TypeCompactionFailed, TypeCompactionTrim, TypeMCPServer, TypeHookRun,
+		TypeFileCheckpoint, TypeRewind:
 		ev.Ignorable = true
 	}
 	return ev
@@ -144,7 +150,7 @@ func (e Event) IsAppend() bool {
 func CommitPoint(typ string) bool {
 	switch typ {
 	case TypeUserMessage, TypeAssistantMessage, TypeToolResult, TypeTurnEnd, TypeInboxSpliced,
-		TypeCompactionCheckpoint, TypeCompactionTrim:
+		TypeCompactionCheckpoint, TypeCompactionTrim, TypeRewind:
 		return true
 	}
 	return false
