@@ -83,6 +83,8 @@ type outbox struct {
 	stop   chan struct{} // closed by close
 	done   chan struct{} // closed when run returns
 	onFull func()        // test hook: a producer waits for room
+	// last is the session of the item written last (see turn).
+	last string
 	// Coalesced counts updates merged into a queued one (for tests and
 	// the benchmark).
 	coalesced int
@@ -112,14 +114,16 @@ func (o *outbox) put(session string, u sdk.SessionUpdate, after ...func()) {
 	o.add(it)
 }
 
-// mark queues a marker: fn runs once everything queued before it is
-// written (or dropped at close).
-func (o *outbox) mark(fn func()) { o.add(outItem{after: []func(){fn}}) }
+// mark queues a marker of a session: fn runs once everything of the
+// session queued before it is written (or dropped at close).
+func (o *outbox) mark(session string, fn func()) {
+	o.add(outItem{session: session, after: []func(){fn}})
+}
 
-// markWait queues a marker and waits for it, or for ctx.
-func (o *outbox) markWait(ctx context.Context) error {
+// markWait queues a marker of a session and waits for it, or for ctx.
+func (o *outbox) markWait(ctx context.Context, session string) error {
 	ch := make(chan struct{})
-	o.mark(func() { close(ch) })
+	o.mark(session, func() { close(ch) })
 	select {
 	case <-ch:
 		return nil
@@ -191,7 +195,24 @@ func (o *outbox) run(onErr func(error)) {
 	}
 }
 
-// next takes the head of the queue, waiting for one; ok is false once the
+// turn picks the item to write next: the head, unless the head is of the
+// session written last and another session has something queued, whose
+// first item goes then. Sessions take turns, each in its own order: one
+// session's replay of thousands of updates delays another's live update by
+// one write, not by the whole replay. Called with mu held.
+func (o *outbox) turn() int {
+	if o.items[0].session != o.last {
+		return 0
+	}
+	for i := 1; i < len(o.items); i++ {
+		if o.items[i].session != o.last {
+			return i
+		}
+	}
+	return 0
+}
+
+// next takes the next item of the queue (see turn), waiting for one; ok is false once the
 // outbox is closed and empty.
 func (o *outbox) next() (it outItem, closed, ok bool) {
 	for {
@@ -206,11 +227,19 @@ func (o *outbox) next() (it outItem, closed, ok bool) {
 		o.mu.Unlock()
 		<-o.wake
 	}
-	it = o.items[0]
-	o.items[0] = outItem{}
-	o.items = o.items[1:]
+	i := o.turn()
+	it = o.items[i]
+	if i == 0 {
+		o.items[0] = outItem{}
+		o.items = o.items[1:]
+	} else {
+		o.items = append(o.items[:i:i], o.items[i+1:]...)
+	}
 	if len(o.items) == 0 {
 		o.items = nil // let the backing array go
+	}
+	if it.update != nil {
+		o.last = it.session // a marker takes no turn
 	}
 	o.bytes -= it.size
 	closed = o.closed

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -125,3 +126,33 @@ func TestOutboxBoundsBytes(t *testing.T) {
 	}
 }
 
+// Sessions take turns at the writer, each in its own order: a live update
+// of one session queued behind another's long replay goes out next, not
+// after the replay; a session's marker still runs after its own updates.
+func TestOutboxSessionsTakeTurns(t *testing.T) {
+	o := newOutbox(nil, -1)
+	for i := 0; i < 5; i++ {
+		o.put("replay", sdk.UpdateAgentMessageText(fmt.Sprint("r", i)))
+	}
+	o.put("live", sdk.UpdateAgentMessageText("l0"))
+	marked := false
+	o.mark("live", func() { marked = true })
+	o.put("live", sdk.UpdateAgentMessageText("l1"))
+	var order []string
+	for len(o.items) > 0 {
+		it, _, _ := o.next()
+		if it.update == nil {
+			if !strings.Contains(strings.Join(order, ","), "l0") {
+				t.Fatalf("the live marker ran after %v, before its update", order)
+			}
+			for _, fn := range it.after {
+				fn()
+			}
+			continue
+		}
+		order = append(order, it.update.AgentMessageChunk.Content.Text.Text)
+	}
+	if got := strings.Join(order, ","); got != "r0,l0,r1,l1,r2,r3,r4" || !marked {
+		t.Fatalf("written in the order %s (marker ran: %v)", got, marked)
+	}
+}

@@ -42,7 +42,6 @@ func (p *pacer) refill(now time.Time) {
 	p.tokens = min(p.burst, p.tokens+dt*p.rate)
 }
 
-
 // take takes a token if one is there.
 func (p *pacer) take() bool {
 	if p.base <= 0 {

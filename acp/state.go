@@ -338,10 +338,10 @@ func (p *pump) process(it item) {
 	case it.update != nil:
 		p.a.out.put(st.id, *it.update)
 	case it.forget:
-		p.a.out.mark(func() { p.a.forget(st) })
+		p.a.out.mark(st.id, func() { p.a.forget(st) })
 	}
 	if it.done != nil {
-		p.a.out.mark(func() { close(it.done) })
+		p.a.out.mark(st.id, func() { close(it.done) })
 	}
 }
 

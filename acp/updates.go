@@ -62,7 +62,7 @@ func (p *projector) live(ev event.Event) {
 	}
 	st.queued = ev.Seq
 	seq := ev.Seq
-	p.a.out.mark(func() {
+	p.a.out.mark(st.id, func() {
 		st.advance(func() {
 			st.sent = max(st.sent, seq)
 			if note != nil {
@@ -118,7 +118,7 @@ func (p *projector) replay(ctx context.Context) error {
 		if n := p.a.sandboxNotice(); n != nil {
 			p.a.out.put(st.id, *n)
 		}
-		p.a.out.mark(func() {
+		p.a.out.mark(st.id, func() {
 			st.advance(func() {
 				st.sent = max(st.sent, last)
 				for _, fn := range notes {
@@ -127,7 +127,7 @@ func (p *projector) replay(ctx context.Context) error {
 			})
 		})
 		st.projMu.Unlock()
-		return p.a.out.markWait(ctx)
+		return p.a.out.markWait(ctx, st.id)
 	}
 }
 
