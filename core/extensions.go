@@ -52,7 +52,7 @@ type extState struct {
 // loadExtensions reads the session's skills, agent types and hooks.
 func (s *Session) loadExtensions(agentType string) error {
 	x := &s.rt.cfg.Extensions
-	st := extState{roots: ext.Roots{Cwd: s.header.Cwd, UserConfig: x.UserConfig, Home: x.Home},
+	st := extState{roots: ext.Roots{Cwd: s.header.Cwd, UserConfig: x.UserConfig, Home: x.Home, Secret: s.rt.cfg.SecretPaths},
 		trusted: ext.Trusted(s.header.Cwd, x.TrustedProjects)}
 	var diags, ds []ext.Diagnostic
 	st.skills, ds = ext.LoadSkills(st.roots)
@@ -64,7 +64,7 @@ func (s *Session) loadExtensions(agentType string) error {
 	st.agents, ds = ext.LoadAgents(st.roots, known)
 	diags = append(diags, ds...)
 	st.hooks = append(st.hooks, x.UserHooks...)
-	if ph, ds := ext.LoadProjectHooks(s.header.Cwd); len(ph) > 0 || len(ds) > 0 {
+	if ph, ds := ext.LoadProjectHooks(st.roots); len(ph) > 0 || len(ds) > 0 {
 		diags = append(diags, ds...)
 		if st.trusted {
 			st.hooks = append(st.hooks, ph...)

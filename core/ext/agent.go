@@ -76,7 +76,7 @@ func LoadAgents(r Roots, known func(string) bool) ([]Agent, []Diagnostic) {
 }
 
 func readAgent(f mdFile, pl place, known func(string) bool) (Agent, []Diagnostic, error) {
-	data, err := readFile(f.path, MaxFileBytes)
+	data, err := readFile(pl.pol, f.path, MaxFileBytes)
 	if err != nil {
 		return Agent{}, nil, err
 	}

@@ -58,7 +58,7 @@ func LoadCommands(r Roots) ([]Command, []Diagnostic) {
 var commandName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
 
 func readCommand(f mdFile, pl place) (Command, error) {
-	data, err := readFile(f.path, MaxFileBytes)
+	data, err := readFile(pl.pol, f.path, MaxFileBytes)
 	if err != nil {
 		return Command{}, err
 	}

@@ -239,7 +239,7 @@ func TestBadFiles(t *testing.T) {
 
 func TestHooksFromClaudeSettings(t *testing.T) {
 	r := fixture(t)
-	hs, diags := LoadProjectHooks(r.Cwd)
+	hs, diags := LoadProjectHooks(r)
 	if len(hs) != 5 {
 		t.Fatalf("%d hooks: %+v diags %v", len(hs), hs, diags)
 	}
@@ -304,5 +304,35 @@ func TestTrusted(t *testing.T) {
 	os.MkdirAll(sub, 0o755)
 	if !Trusted(sub, []string{d}) || !Trusted(d, []string{d + "/"}) || Trusted(d+"x", []string{d}) || Trusted(d, nil) {
 		t.Error("trust by folder")
+	}
+}
+
+func TestProjectFilesStayInTheProject(t *testing.T) {
+	r := fixture(t)
+	ssh := filepath.Join(r.Home, ".ssh")
+	os.MkdirAll(ssh, 0o700)
+	os.WriteFile(filepath.Join(ssh, "id_ed25519"), []byte("PRIVATE KEY"), 0o600)
+	outside := filepath.Join(t.TempDir(), "elsewhere.md")
+	os.WriteFile(outside, []byte("outside\n"), 0o644)
+	dir := filepath.Join(filepath.Dir(filepath.Dir(r.Cwd)), ".claude", "commands")
+	os.Symlink(filepath.Join(ssh, "id_ed25519"), filepath.Join(dir, "key.md"))
+	os.Symlink(outside, filepath.Join(dir, "outside.md"))
+	// A user file may link anywhere but a secret place.
+	userDir := filepath.Join(r.Home, ".claude", "commands")
+	os.Symlink(outside, filepath.Join(userDir, "linked.md"))
+	os.Symlink(filepath.Join(ssh, "id_ed25519"), filepath.Join(userDir, "userkey.md"))
+	r.Secret = []string{ssh}
+	cs, diags := LoadCommands(r)
+	m := byName(cs)
+	for _, n := range []string{"key", "outside", "userkey"} {
+		if _, ok := m[n]; ok {
+			t.Errorf("/%s loaded", n)
+		}
+	}
+	if m["linked"].Body != "outside\n" {
+		t.Errorf("a user's linked command: %+v", m["linked"])
+	}
+	if !strings.Contains(diagFor(diags, "key.md"), "secret") || !strings.Contains(diagFor(diags, "outside.md"), "outside") {
+		t.Errorf("diags %v", diags)
 	}
 }

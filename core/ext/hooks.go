@@ -188,16 +188,17 @@ func claudeNames(t string) []string {
 // project folder.
 var settingsFiles = []string{".dsh/settings.json", ".claude/settings.json", ".claude/settings.local.json"}
 
-// LoadProjectHooks reads the hooks of the project settings files of cwd
-// (and its parents up to the repository root). Only the "hooks" key is
-// read; a file that is not JSON is a diagnostic.
-func LoadProjectHooks(cwd string) ([]Hook, []Diagnostic) {
+// LoadProjectHooks reads the hooks of the project settings files of
+// r.Cwd (and its parents up to the repository root). Only the "hooks" key
+// is read; a file that is not JSON is a diagnostic.
+func LoadProjectHooks(r Roots) ([]Hook, []Diagnostic) {
 	var out []Hook
 	var diags []Diagnostic
-	for _, d := range projectDirs(cwd) {
+	pol := r.policy(ScopeProject)
+	for _, d := range projectDirs(r.Cwd) {
 		for _, name := range settingsFiles {
 			p := filepath.Join(d, name)
-			data, err := readFile(p, maxSettingsBytes)
+			data, err := readFile(pol, p, maxSettingsBytes)
 			if err != nil {
 				if !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such file") {
 					diags = append(diags, Diagnostic{p, err.Error()})

@@ -3,12 +3,13 @@ package ext
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 // Bounds of what is read.
@@ -32,34 +33,26 @@ func (d Diagnostic) String() string { return d.Path + ": " + d.Msg }
 // ErrTooLarge is a file over MaxFileBytes.
 var ErrTooLarge = errors.New("file is too large")
 
-// readFile reads one extension file: a regular file (a symlink is
-// followed; a loop or a link to anything else is refused), at most limit
-// bytes. It is the one place files are read, so a stricter shared reader
-// replaces this body only.
-func readFile(path string, limit int64) ([]byte, error) {
-	st, err := os.Stat(path)
+// readFile reads one extension file under pol (core/saferead: links
+// resolved and checked, no secret place, regular files only), at most
+// limit bytes: a longer file is ErrTooLarge.
+func readFile(pol saferead.Policy, path string, limit int64) ([]byte, error) {
+	pol.Max = limit + 1
+	f, err := pol.Read(path)
 	if err != nil {
-		return nil, describeErr(err)
+		var pe *fs.PathError
+		if errors.Is(err, saferead.ErrLinkLoop) || errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "too many levels") {
+			return nil, errors.New("symlink loop")
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "read "+path+": "))
 	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+	if f.Size > limit {
+		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrTooLarge, f.Size, limit)
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrTooLarge, st.Size(), limit)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, describeErr(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, describeErr(err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
-	}
-	return data, nil
+	return f.Data, nil
 }
 
 // describeErr words a file-system error without Go's syntax.

@@ -3,6 +3,8 @@ package ext
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 // Roots say where extension files are looked for.
@@ -16,6 +18,21 @@ type Roots struct {
 	UserConfig string
 	// Home is the user's home, for ~/.claude and ~/.agents; "" skips them.
 	Home string
+	// Secret are places no extension file may be or lead to (keys,
+	// credentials: core/saferead).
+	Secret []string
+}
+
+// policy is how files of a scope are read: a project's must lie in the
+// project (its repository), the user's anywhere but a secret place.
+func (r Roots) policy(scope Scope) saferead.Policy {
+	roots := []string{"/"}
+	if scope == ScopeProject {
+		if dirs := projectDirs(r.Cwd); len(dirs) > 0 {
+			roots = []string{dirs[len(dirs)-1]}
+		}
+	}
+	return saferead.Policy{Roots: roots, Secret: r.Secret}
 }
 
 // Scope is where a file was found.
@@ -33,6 +50,7 @@ type place struct {
 	// claude is true for Claude Code's folders (.claude/, ~/.claude/),
 	// whose commands number arguments from $0.
 	claude bool
+	pol    saferead.Policy
 }
 
 // projectDirs are cwd and its parents up to the repository root, nearest
@@ -59,19 +77,21 @@ func projectDirs(cwd string) []string {
 func (r Roots) places(kind string, agentsDir bool) []place {
 	var out []place
 	for _, d := range projectDirs(r.Cwd) {
-		out = append(out, place{filepath.Join(d, ".dsh", kind), ScopeProject, false},
-			place{filepath.Join(d, ".claude", kind), ScopeProject, true})
+		pp := r.policy(ScopeProject)
+		out = append(out, place{filepath.Join(d, ".dsh", kind), ScopeProject, false, pp},
+			place{filepath.Join(d, ".claude", kind), ScopeProject, true, pp})
 		if agentsDir {
-			out = append(out, place{filepath.Join(d, ".agents", kind), ScopeProject, false})
+			out = append(out, place{filepath.Join(d, ".agents", kind), ScopeProject, false, pp})
 		}
 	}
+	up := r.policy(ScopeUser)
 	if r.UserConfig != "" {
-		out = append(out, place{filepath.Join(r.UserConfig, kind), ScopeUser, false})
+		out = append(out, place{filepath.Join(r.UserConfig, kind), ScopeUser, false, up})
 	}
 	if r.Home != "" {
-		out = append(out, place{filepath.Join(r.Home, ".claude", kind), ScopeUser, true})
+		out = append(out, place{filepath.Join(r.Home, ".claude", kind), ScopeUser, true, up})
 		if agentsDir {
-			out = append(out, place{filepath.Join(r.Home, ".agents", kind), ScopeUser, false})
+			out = append(out, place{filepath.Join(r.Home, ".agents", kind), ScopeUser, false, up})
 		}
 	}
 	return out

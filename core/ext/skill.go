@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 // Bounds of the skill catalog the model is told of.
@@ -30,6 +32,7 @@ type Skill struct {
 	Dir   string
 	Path  string
 	Scope Scope
+	pol   saferead.Policy
 }
 
 var skillName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -62,7 +65,7 @@ func LoadSkills(r Roots) ([]Skill, []Diagnostic) {
 				}
 				continue
 			}
-			sk, ds, ok := readSkill(dir, e.Name(), pl.scope)
+			sk, ds, ok := readSkill(dir, e.Name(), pl)
 			diags = append(diags, ds...)
 			if !ok {
 				continue
@@ -78,12 +81,12 @@ func LoadSkills(r Roots) ([]Skill, []Diagnostic) {
 	return out, diags
 }
 
-func readSkill(dir, folder string, scope Scope) (Skill, []Diagnostic, bool) {
+func readSkill(dir, folder string, pl place) (Skill, []Diagnostic, bool) {
 	path := filepath.Join(dir, "SKILL.md")
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return Skill{}, nil, false // a folder that is not a skill
 	}
-	data, err := readFile(path, MaxFileBytes)
+	data, err := readFile(pl.pol, path, MaxFileBytes)
 	if err != nil {
 		return Skill{}, []Diagnostic{{path, err.Error()}}, false
 	}
@@ -91,7 +94,7 @@ func readSkill(dir, folder string, scope Scope) (Skill, []Diagnostic, bool) {
 	if err != nil {
 		return Skill{}, []Diagnostic{{path, err.Error()}}, false
 	}
-	sk := Skill{Name: m.str("name"), Description: oneLine(m.str("description")), Dir: dir, Path: path, Scope: scope}
+	sk := Skill{Name: m.str("name"), Description: oneLine(m.str("description")), Dir: dir, Path: path, Scope: pl.scope, pol: pl.pol}
 	var diags []Diagnostic
 	if sk.Name == "" {
 		sk.Name = folder
@@ -138,7 +141,7 @@ func Catalog(skills []Skill) string {
 // Body returns a skill's instructions (SKILL.md without its frontmatter)
 // and the other files of its folder, relative, sorted, bounded.
 func (s Skill) Body() (string, []string, error) {
-	data, err := readFile(s.Path, MaxFileBytes)
+	data, err := readFile(s.pol, s.Path, MaxFileBytes)
 	if err != nil {
 		return "", nil, err
 	}
