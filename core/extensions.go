@@ -212,3 +212,21 @@ func (s *Session) agentTypes() []tool.AgentType {
 	}
 	return out
 }
+
+// ExpandCommand turns a prompt text that names one of the session's
+// command files ("/name args") into that command's prompt, for a door
+// whose wire cannot show a built-in's reply (the SDK's); ok is false for
+// any other text, built-ins included, which the door sends unchanged.
+func (s *Session) ExpandCommand(ctx context.Context, text string) (string, bool, error) {
+	name, args, ok := ParseCommand(text)
+	if !ok {
+		return text, false, nil
+	}
+	for _, c := range fileCommands(s) {
+		if c.Name == name {
+			res, err := c.Run(ctx, s, args)
+			return res.Prompt, true, err
+		}
+	}
+	return text, false, nil
+}

@@ -234,3 +234,19 @@ func TestACPCustomCommands(t *testing.T) {
 		t.Errorf("untrusted !-line: stop %q, %d model calls", f.stopReason(), srv.Count()-n)
 	}
 }
+
+func TestSDKCustomCommand(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	srv.Enqueue(modeltest.TextReply("deploying"))
+	w := claudeWorld(t, srv.Env()...)
+	c := startSDK(t, w, sdkConfig(w))
+	res, err := c.Session("sdk-cmd").Run(sdkCtx(t), "/deploy prod")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sdkCheckRun(t, res, "deploying")
+	if got := lastUser(srv.Last()); !strings.Contains(got, "Deploy to prod (all: prod).") {
+		t.Errorf("model saw %q", got)
+	}
+}

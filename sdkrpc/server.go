@@ -484,7 +484,17 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) 
 		return nil, protocol.DisposedOutsideError(p.SessionID)
 	}
 	content := make([]event.ContentBlock, 0, len(blocks))
-	for _, b := range blocks {
+	for i, b := range blocks {
+		if i == 0 && b.Image == nil && b.Block.Type == event.BlockText {
+			// "/name args" naming a command file of the project or user.
+			text, ok, err := sess.ExpandCommand(ctx, b.Block.Text)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				b.Block.Text = text
+			}
+		}
 		if b.Image == nil {
 			content = append(content, b.Block)
 			continue
