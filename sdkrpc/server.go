@@ -232,7 +232,7 @@ func (s *Server) appendNotice(buf []byte, n core.Notice, seqs map[string]int64) 
 	}
 	switch n.Kind {
 	case core.NoticeEvent:
-		add(protocol.NotifySessionEvent, protocol.SessionEventParams{SessionID: n.SessionID, Event: n.Event})
+		add(protocol.NotifySessionEvent, protocol.SessionEventParams{SessionID: n.SessionID, Event: boundEvent(n.Event)})
 		if n.Event.Type == event.TypeSubagentEnd {
 			if p, ok := s.subagentFinished(n); ok {
 				add(protocol.NotifySubagentFinished, p)
