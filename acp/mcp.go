@@ -77,7 +77,8 @@ func mcpFailures(s *core.Session) string {
 }
 
 // mcpNotice is the chat line for a server's mcp/server event, or "" for
-// one the user need not be told of: a failure, a death and its restart.
+// one the user need not be told of: a failure, a death and its restart,
+// a server that became ready after the session opened.
 func mcpNotice(m event.MCPServer) string {
 	switch {
 	case m.State == string(core.MCPFailed):
@@ -86,6 +87,8 @@ func mcpNotice(m event.MCPServer) string {
 		return fmt.Sprintf("⚠ MCP server %q %s; restarting it.", m.Server, m.Error)
 	case m.State == string(core.MCPReady) && m.Restarts > 0:
 		return fmt.Sprintf("MCP server %q was restarted (%d tools).", m.Server, m.Tools)
+	case m.State == string(core.MCPReady) && m.Late:
+		return fmt.Sprintf("MCP server %q is ready (%d tools); its tools join at the next turn.", m.Server, m.Tools)
 	}
 	return ""
 }

@@ -81,6 +81,7 @@ func TestMCPNotices(t *testing.T) {
 		{event.MCPServer{Server: "t", State: "restarting", Error: "stopped working: the process ended: signal: killed"},
 			`⚠ MCP server "t" stopped working: the process ended: signal: killed; restarting it.`},
 		{event.MCPServer{Server: "t", State: "ready", Tools: 3, Restarts: 1}, `MCP server "t" was restarted (3 tools).`},
+		{event.MCPServer{Server: "t", State: "ready", Tools: 3, Late: true}, `MCP server "t" is ready (3 tools); its tools join at the next turn.`},
 		{event.MCPServer{Server: "t", State: "failed", Error: "died and was not restarted"},
 			`⚠ MCP server "t" is not available: died and was not restarted. The session goes on without it.`},
 	} {

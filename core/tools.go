@@ -209,6 +209,12 @@ func (s *Session) AddMCPServers(cfgs []mcp.ServerConfig) []string {
 // recordMCPStatus records a server's change of state in the log, where
 // every door sees it (the ACP door tells the user of a failure).
 func (s *Session) recordMCPStatus(st mcp.Status) {
+	s.recordMCP(st, true)
+}
+
+// recordMCP records st; live says it happened after the session was
+// announced (not a report held back while it was being created).
+func (s *Session) recordMCP(st mcp.Status, live bool) {
 	s.mcpMu.Lock()
 	if !s.mcpLive {
 		s.mcpPending = append(s.mcpPending, st)
@@ -217,7 +223,8 @@ func (s *Session) recordMCPStatus(st mcp.Status) {
 	}
 	s.mcpMu.Unlock()
 	ev := event.New(event.TypeMCPServer, event.MCPServer{Server: st.Name, Transport: string(st.Transport),
-		Source: st.Source, State: string(st.State), Tools: st.Tools, Error: st.Error, Note: st.Note, Restarts: st.Restarts})
+		Source: st.Source, State: string(st.State), Tools: st.Tools, Error: st.Error, Note: st.Note, Restarts: st.Restarts,
+		Late: live && st.State == mcp.StateReady && st.Restarts == 0})
 	if err := s.Record(ev); err != nil {
 		s.rt.log.Debug("mcp status not recorded", "session", s.id, "server", st.Name, "err", err)
 	}
@@ -237,7 +244,7 @@ func (s *Session) mcpAnnounced() {
 	s.mcpPending = nil
 	s.mcpMu.Unlock()
 	for _, st := range pending {
-		s.recordMCPStatus(st)
+		s.recordMCP(st, false)
 	}
 }
 
@@ -247,4 +254,37 @@ func (s *Session) closeMCP(ctx context.Context) error {
 		return nil
 	}
 	return s.mcp.Close(ctx)
+}
+
+// MCPStarting names the session's MCP servers still starting, sorted.
+func (s *Session) MCPStarting() []string {
+	var out []string
+	for _, st := range s.mcp.Status() {
+		if st.State == mcp.StateStarting {
+			out = append(out, st.Name)
+		}
+	}
+	return out
+}
+
+// MCPStartTimeout is how long one MCP server may take to start.
+func (s *Session) MCPStartTimeout() time.Duration {
+	if d := s.rt.cfg.MCPStartTimeout; d > 0 {
+		return d
+	}
+	return mcp.DefaultStartTimeout
+}
+
+// WaitMCP waits until every MCP server of the session is ready or has
+// failed (each is bounded by its start timeout), or ctx ends, and takes
+// their tools into the list the next turn offers. A headless run calls it
+// before its only turn: a server that is still starting then (a first
+// npx -y) would otherwise be missing for the whole run.
+func (s *Session) WaitMCP(ctx context.Context) bool {
+	if !s.ownMCP {
+		return true
+	}
+	ok := s.mcp.WaitStarted(ctx)
+	s.refreshTools()
+	return ok
 }

@@ -630,6 +630,10 @@ type MCPServer struct {
 	Error     string `json:"error,omitempty"`
 	Note      string `json:"note,omitempty"`
 	Restarts  int    `json:"restarts,omitempty"`
+	// Late: the server became ready after its session had opened (it was
+	// not ready when the session's creator was answered); its tools join
+	// at the next turn.
+	Late bool `json:"late,omitempty"`
 }
 
 // HookRun is the payload of hook/run: one hook command run on an event.

@@ -128,7 +128,9 @@ type fileEntry struct {
 //
 // "type" may be stdio, http (also "streamable-http", "streamableHttp") or
 // sse; without it an entry with a "url" is http and one with a "command"
-// stdio. Entries marked "disabled": true are left out. An entry that is
+// stdio. ${VAR} and ${VAR:-default} in command, args, env, url and headers
+// are expanded from the environment (expandVars), as in Claude Code's
+// .mcp.json. Entries marked "disabled": true are left out. An entry that is
 // not usable is returned with Invalid set, so it is reported rather than
 // dropped; only a value that is not an object at all is an error. The
 // result is sorted by name.
@@ -156,6 +158,12 @@ func ParseFile(raw json.RawMessage) ([]ServerConfig, error) {
 			continue
 		}
 		if e.Disabled {
+			continue
+		}
+		if err := expandEntry(&e); err != nil {
+			c.Transport = TransportStdio
+			c.Invalid = fmt.Sprintf("server %q: %v", name, err)
+			out = append(out, c)
 			continue
 		}
 		c.Command, c.Args, c.URL = e.Command, e.Args, e.URL

@@ -143,6 +143,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		}
 		return 0
 	}
+	awaitMCP(ctx, sess, o.Stderr)
 	content, err := promptContent(sess, task, o.Images)
 	if err != nil {
 		return fail(err.Error())
