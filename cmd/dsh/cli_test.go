@@ -67,7 +67,7 @@ func TestValuesCheckedBeforeAnything(t *testing.T) {
 		want string
 	}{
 		{[]string{"--provider", "deepseek"}, `unknown provider "deepseek" from flag --provider (want deepseek-official, openai-compatible, scripted)`},
-		{[]string{"--reasoning-effort", "medium"}, `reasoning effort "medium" from flag --reasoning-effort is not one deepseek-official takes (want off, low, high, max)`},
+		{[]string{"--reasoning-effort", "extreme"}, `reasoning effort "extreme" from flag --reasoning-effort is not one deepseek-official takes (want off, minimal, low, medium, high, xhigh, max, ultra)`},
 		{[]string{"--step-cap", "0"}, "step cap must be at least 1"},
 		{[]string{"--step-cap", "-1"}, "step cap must be at least 1"},
 		{[]string{"--step-cap", "x"}, `invalid value "x" for option '--step-cap': want a whole number`},

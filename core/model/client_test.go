@@ -558,9 +558,19 @@ func TestEffortAndMaxTokens(t *testing.T) {
 	if got := srv.Last(); got.Body.ReasoningEffort != "max" || got.Body.Thinking.Type != "enabled" {
 		t.Fatalf("body %s", got.Raw)
 	}
-	req.ReasoningEffort = "medium"
+	// The names DeepSeek maps are accepted and sent as it maps them.
+	for name, sent := range map[string]string{"minimal": "low", "low": "low", "medium": "high", "xhigh": "high", "ultra": "max"} {
+		req.ReasoningEffort = name
+		if _, err := p.Stream(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Last(); got.Body.ReasoningEffort != sent || got.Body.Thinking.Type != "enabled" {
+			t.Fatalf("%s: body %s", name, got.Raw)
+		}
+	}
+	req.ReasoningEffort = "extreme"
 	_, err := p.Stream(context.Background(), req, nil)
-	if e := asError(t, err); e.Class != ClassInvalid || !strings.Contains(e.Message, "off, low, high, max") {
+	if e := asError(t, err); e.Class != ClassInvalid || !strings.Contains(e.Message, "off, minimal, low, medium, high, xhigh, max, ultra") {
 		t.Fatalf("err = %v", e)
 	}
 }

@@ -113,7 +113,7 @@ func (p *httpProvider) plan(req *Request) (bodyPlan, error) {
 			plan.reasoningNever = true
 		} else {
 			plan.thinking = "enabled"
-			plan.effort = effort
+			plan.effort = deepseekEffort(effort)
 			plan.reasoningAlways = true
 		}
 		if !caps.Images && slices.ContainsFunc(req.Messages, func(m Message) bool { return len(m.Images) > 0 }) {

@@ -101,7 +101,7 @@ func deepseekCaps(model string) Caps {
 	return Caps{
 		// Images: only the flash models accept image input (pricing page).
 		Images:           model == "deepseek-flash" || strings.HasPrefix(model, "deepseek-v4-flash"),
-		Efforts:          []string{"off", "low", "high", "max"},
+		Efforts:          []string{"off", "minimal", "low", "medium", "high", "xhigh", "max", "ultra"},
 		DefaultEffort:    "high",
 		DefaultMaxTokens: DeepSeekDefaultMaxTokens,
 		ContextWindow:    1_000_000,
@@ -146,6 +146,22 @@ func Efforts(provider string) []string {
 		return scriptedEfforts
 	}
 	return nil
+}
+
+// deepseekEffort is the reasoning_effort DeepSeek runs an effort name as:
+// its API takes low, high and max, and maps minimal to low, medium and
+// xhigh to high, ultra to max (the names other providers use); dsh sends
+// the mapped value, so a server that knows only the three still works.
+func deepseekEffort(effort string) string {
+	switch effort {
+	case "minimal":
+		return "low"
+	case "medium", "xhigh":
+		return "high"
+	case "ultra":
+		return "max"
+	}
+	return effort
 }
 
 func validEffort(c Caps, effort string) bool {
