@@ -117,6 +117,9 @@ type Config struct {
 	// ToolLists are the user's allow and deny lists of tools, applied by
 	// every session's permission gate in every mode.
 	ToolLists permission.Lists
+	// NetworkOff: the user turned the network off (sandboxNetwork false):
+	// HTTP and SSE MCP servers are refused like the commands' connections.
+	NetworkOff bool
 	// Version is dsh's version, told to MCP servers.
 	Version string
 	// Prices, by model id, give each committed model call its cost (the

@@ -170,6 +170,7 @@ func (s *Session) startMCP(opts SessionOptions) {
 		Reserved:     func(name string) bool { return base.byName[name] != nil },
 		OnStatus:     s.recordMCPStatus,
 		Restart:      mcp.RestartPolicy{Max: s.rt.cfg.MCPRestarts},
+		NetworkOff:   s.rt.cfg.NetworkOff,
 	})
 	s.ownMCP = true
 	s.waitMCP()

@@ -128,7 +128,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		},
 		Defaults:       event.Config{Provider: s.Provider, Model: s.Model, ReasoningEffort: s.ReasoningEffort, MaxTokens: s.MaxTokens},
 		PermissionMode: permission.Mode(s.PermissionMode),
-		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate}, CommandEnv: s.CommandEnv}), sb),
+		Tools:          tool.WithSandbox(tool.BuiltinsWith(tool.Options{WebFetch: tool.WebFetchOptions{AllowPrivate: s.WebFetchAllowPrivate, NetworkOff: networkOff(s)}, CommandEnv: s.CommandEnv}), sb),
 		StepCap:        s.StepCap,
 		LoopWarnAt:     s.Agent.LoopWarnAt,
 		LoopStopAt:     s.Agent.LoopStopAt,
@@ -146,6 +146,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		MCPStartWait:     s.MCPStartWait,
 		MCPRestarts:      mcpRestarts(s.MCPRestarts),
 		ToolLists:        s.ToolLists,
+		NetworkOff:       networkOff(s),
 		Version:          version,
 		Extensions:       extensions(s, logger),
 	})
@@ -251,6 +252,13 @@ func userInstructions() string {
 		return ""
 	}
 	return filepath.Join(dir, "dsh", "AGENTS.md")
+}
+
+// networkOff is the one egress setting: sandboxNetwork false closes the
+// network to commands (the sandbox), web_fetch and HTTP/SSE MCP servers
+// alike. With the sandbox off nothing is closed, so neither are they.
+func networkOff(s Settings) bool {
+	return !s.SandboxNetwork && s.Sandbox != string(sandbox.Off)
 }
 
 // secretPlaces are the places neither commands nor dsh's own reads (an

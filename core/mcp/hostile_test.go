@@ -3,9 +3,14 @@ package mcp
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/dsh-dev/dsh/core/mcp/mcptest"
 )
 
 // TestJSONThatIsNotJSONRPCIsSkipped: a server that writes valid JSON that
@@ -57,5 +62,35 @@ func TestUndecodableToolDropsOnlyThatTool(t *testing.T) {
 	}
 	if r := h.call(context.Background(), "mcp__t__echo", `{"text":"ok"}`, nil); r.IsError {
 		t.Fatalf("echo: %+v", r)
+	}
+}
+
+// TestHTTPServersRefusedWithTheNetworkOff: with the network off an HTTP
+// server is not connected (no request reaches it) and says why; a stdio
+// server still starts.
+func TestHTTPServersRefusedWithTheNetworkOff(t *testing.T) {
+	var hits atomic.Int32
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		mcptest.Handler(mcptest.Options{}).ServeHTTP(w, r)
+	}))
+	defer web.Close()
+	h := start(t, Options{NetworkOff: true}, stdioServer("t"),
+		ServerConfig{Name: "web", Transport: TransportHTTP, URL: web.URL},
+		ServerConfig{Name: "old", Transport: TransportSSE, URL: web.URL})
+	for _, st := range h.set.Status() {
+		switch st.Name {
+		case "t":
+			if st.State != StateReady {
+				t.Errorf("stdio server: %+v", st)
+			}
+		default:
+			if st.State != StateFailed || !strings.Contains(st.Error, "network is off") {
+				t.Errorf("%s: %+v", st.Name, st)
+			}
+		}
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("%d requests reached the HTTP server", hits.Load())
 	}
 }

@@ -211,6 +211,10 @@ func (s *server) startError(step string, ctx context.Context, err error) string 
 	return msg
 }
 
+// ErrNetworkOff is why an HTTP or SSE server is not connected with the
+// network off.
+var ErrNetworkOff = errors.New("the network is off (sandboxNetwork: false in dsh's config)")
+
 // transport builds the SDK transport of the server's kind.
 func (s *server) transport() (sdk.Transport, error) {
 	switch s.cfg.Transport {
@@ -228,6 +232,12 @@ func (s *server) transport() (sdk.Transport, error) {
 			return nil, errors.New("the session closed while the server was starting")
 		}
 		return t, nil
+	case TransportHTTP, TransportSSE:
+		if s.set.opts.NetworkOff {
+			return nil, fmt.Errorf("not connected to %s: %w", s.cfg.URL, ErrNetworkOff)
+		}
+	}
+	switch s.cfg.Transport {
 	case TransportHTTP:
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.httpClient(), MaxRetries: -1}, nil
 	case TransportSSE:

@@ -41,6 +41,10 @@ type Options struct {
 	// Restart bounds the restarts of a server that dies (defaults:
 	// RestartPolicy).
 	Restart RestartPolicy
+	// NetworkOff refuses HTTP and SSE servers (sandboxNetwork false: the
+	// network is off for commands and dsh's own requests alike); stdio
+	// servers, which the user runs on this machine, still start.
+	NetworkOff bool
 }
 
 // Set is the MCP servers of one session (shared with its in-process

@@ -148,7 +148,8 @@ func enter(p Policy, argv []string) (proc.ReaperStart, error) {
 
 // Apply is the reaper's setup for a Policy: the mounts (in the namespaces
 // the reaper was started in), then Landlock on the reaper itself, which
-// the command inherits.
+// the command inherits, and with the network off the socket filter
+// (sockets_linux.go).
 func Apply(p Policy) error {
 	if p.Namespaces {
 		if err := mountView(p); err != nil {
@@ -160,6 +161,13 @@ func Apply(p Policy) error {
 	}
 	if err := restrict(p); err != nil {
 		return fmt.Errorf("sandbox: landlock: %w", err)
+	}
+	if !p.Network {
+		// Without a network namespace, UDP and TCP too (Landlock's TCP
+		// rules alone leave UDP open).
+		if err := denySockets(!p.Namespaces); err != nil {
+			return fmt.Errorf("sandbox: network off: %w", err)
+		}
 	}
 	return nil
 }

@@ -22,3 +22,5 @@ func enter(Policy, []string) (proc.ReaperStart, error) {
 
 // Apply cannot contain anything outside Linux.
 func Apply(Policy) error { return errors.New("sandbox: not supported on this OS") }
+
+func canFilterSockets() bool { return false }

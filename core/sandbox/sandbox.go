@@ -200,11 +200,8 @@ func (s *Sandbox) landlockGaps(pr probed) []string {
 		gaps = append(gaps, "commands can signal dsh")
 	}
 	gaps = append(gaps, "/tmp is shared with the host", "the names (not contents) in secret folders can be listed")
-	switch {
-	case !s.cfg.Network && pr.abi < 4:
+	if !s.cfg.Network && !canFilterSockets() && pr.abi < 4 {
 		gaps = append(gaps, "the network cannot be turned off")
-	case !s.cfg.Network:
-		gaps = append(gaps, "with the network off only TCP is refused")
 	}
 	return gaps
 }
@@ -374,5 +371,8 @@ func (s *Sandbox) netText() string {
 	if s.cfg.Network {
 		return ""
 	}
-	return " The network is off: connections fail."
+	if !canFilterSockets() {
+		return " The network is off: TCP connections fail."
+	}
+	return " The network is off: TCP, UDP and unix-socket connections fail (socketpair still works); web_fetch and HTTP MCP servers are off too."
 }

@@ -36,7 +36,13 @@ type WebFetchOptions struct {
 	AllowPrivate bool
 	// Timeout replaces fetchTimeout when positive.
 	Timeout time.Duration
+	// NetworkOff refuses every fetch: the user turned the network off
+	// (sandboxNetwork false), for commands and dsh's own requests alike.
+	NetworkOff bool
 }
+
+// ErrNetworkOff is why a fetch is refused with the network off.
+var ErrNetworkOff = errors.New("the network is off (sandboxNetwork: false in dsh's config)")
 
 // WebFetch returns the web_fetch tool.
 func WebFetch(o WebFetchOptions) Tool { return webFetchTool{o: o} }
@@ -52,8 +58,13 @@ type webFetchArgs struct {
 	Prompt string `json:"prompt"`
 }
 
-func (webFetchTool) Name() string            { return "web_fetch" }
-func (webFetchTool) Description() string     { return webFetchDescription }
+func (webFetchTool) Name() string { return "web_fetch" }
+func (t webFetchTool) Description() string {
+	if t.o.NetworkOff {
+		return webFetchDescription + " The network is off in this session: every fetch is refused."
+	}
+	return webFetchDescription
+}
 func (webFetchTool) Schema() json.RawMessage { return json.RawMessage(webFetchSchema) }
 func (webFetchTool) Kind() Kind              { return KindExecute }
 func (webFetchTool) ParallelSafe() bool      { return false }
@@ -102,6 +113,9 @@ func (t webFetchTool) Run(ctx context.Context, args json.RawMessage, env *Env) R
 	a, u, err := t.parse(args)
 	if err != nil {
 		return ErrorResult(err.Error())
+	}
+	if t.o.NetworkOff {
+		return ErrorResult(fmt.Sprintf("web_fetch refused %s: %v", u, ErrNetworkOff))
 	}
 	meta := &event.ToolMeta{Kind: "fetch"}
 	timeout := fetchTimeout
