@@ -31,6 +31,7 @@ Usage:
   dsh sessions list|show|rm|compact ...          look after stored sessions (an id or a unique prefix of it)
   dsh config [--json]                            the resolved settings, where each came from, the file read
   dsh trust [--revoke | --list] [DIR]            let a project's hooks and command shell lines run
+  dsh mcp list | add NAME -- CMD... | remove NAME  the config file's MCP servers: state and tools; add, remove
   dsh completion bash|zsh|fish                   a shell completion script
   dsh version                                    version, module and VCS revision (also -v, --version)
   dsh help [COMMAND [SUBCOMMAND]]                this help, or a command's (the same as COMMAND --help)
@@ -42,7 +43,7 @@ flags of a command.
 `
 
 // commandNames are the command words, for completion and messages.
-var commandNames = []string{"acp", "completion", "config", "run", "sdk", "sessions", "trust", "version"}
+var commandNames = []string{"acp", "completion", "config", "mcp", "run", "sdk", "sessions", "trust", "version"}
 
 // commands maps each command word to its implementation.
 var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
@@ -54,6 +55,7 @@ var commands = map[string]func(args []string, stdin io.Reader, stdout, stderr io
 	"completion": func(a []string, _ io.Reader, o, e io.Writer) int { return completionCommand(a, o, e) },
 	"version":    func(a []string, _ io.Reader, o, e io.Writer) int { return versionCommand(a, o, e) },
 	"trust":      func(a []string, _ io.Reader, o, e io.Writer) int { return trustCommand(a, o, e) },
+	"mcp":        func(a []string, _ io.Reader, o, e io.Writer) int { return mcpCommand(a, o, e) },
 }
 
 func main() {
