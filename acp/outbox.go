@@ -83,8 +83,10 @@ type outbox struct {
 	stop   chan struct{} // closed by close
 	done   chan struct{} // closed when run returns
 	onFull func()        // test hook: a producer waits for room
-	// last is the session of the item written last (see turn).
+	// last is the session of the item written last (see turn); held
+	// counts the queued updates of each session (see fits).
 	last string
+	held map[string]int
 	// Coalesced counts updates merged into a queued one (for tests and
 	// the benchmark).
 	coalesced int
@@ -92,7 +94,7 @@ type outbox struct {
 
 func newOutbox(conn *wire.Conn, perSecond float64) *outbox {
 	pace := newPacer(perSecond, updateBurst)
-	return &outbox{conn: conn, pace: pace, wake: make(chan struct{}, 1),
+	return &outbox{conn: conn, pace: pace, wake: make(chan struct{}, 1), held: map[string]int{},
 		room: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -160,6 +162,9 @@ func (o *outbox) add(it outItem) {
 	}
 	o.items = append(o.items, it)
 	o.bytes += it.size
+	if it.update != nil {
+		o.held[it.session]++
+	}
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
@@ -169,9 +174,16 @@ func (o *outbox) add(it outItem) {
 
 // fits reports room for it: under both bounds, or an empty queue (one
 // update bigger than the byte bound still goes, alone). Called with mu held.
+//
+// A session holds at most half the queue's updates: a replay of thousands
+// waits for its own to be written, and the other half stays for the other
+// sessions' live updates.
 func (o *outbox) fits(it outItem) bool {
 	if len(o.items) == 0 {
 		return true
+	}
+	if it.update != nil && o.held[it.session] >= outboxSize/2 {
+		return false
 	}
 	return len(o.items) < outboxSize && o.bytes+it.size <= outboxBytes
 }
@@ -242,6 +254,11 @@ func (o *outbox) next() (it outItem, closed, ok bool) {
 		o.last = it.session // a marker takes no turn
 	}
 	o.bytes -= it.size
+	if it.update != nil {
+		if o.held[it.session]--; o.held[it.session] <= 0 {
+			delete(o.held, it.session)
+		}
+	}
 	closed = o.closed
 	close(o.room)
 	o.room = make(chan struct{})

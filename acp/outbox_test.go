@@ -156,3 +156,37 @@ func TestOutboxSessionsTakeTurns(t *testing.T) {
 		t.Fatalf("written in the order %s (marker ran: %v)", got, marked)
 	}
 }
+
+// A session holds at most half the queue: its producer waits for room
+// while another session's update still goes in at once.
+func TestOutboxKeepsRoomForOtherSessions(t *testing.T) {
+	full := make(chan struct{}, 1)
+	o := newOutbox(nil, -1)
+	o.onFull = func() {
+		select {
+		case full <- struct{}{}:
+		default:
+		}
+	}
+	for i := 0; i < outboxSize/2; i++ {
+		o.put("replay", sdk.UpdateAgentMessageText(fmt.Sprint(i)))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		o.put("replay", sdk.UpdateAgentMessageText("one more"))
+	}()
+	<-full
+	o.put("live", sdk.UpdateAgentMessageText("live")) // does not wait
+	if it, _, _ := o.next(); it.session != "replay" {
+		t.Fatalf("wrote %s first", it.session)
+	}
+	<-done // a replay update went out: room for its next
+	o.mu.Lock()
+	n, live := len(o.items), o.held["live"]
+	o.mu.Unlock()
+	if n != outboxSize/2+1 || live != 1 {
+		t.Fatalf("%d queued, %d of them live", n, live)
+	}
+	o.close()
+}
