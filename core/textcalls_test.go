@@ -152,3 +152,23 @@ func TestFencedMarkupIsAnExample(t *testing.T) {
 		t.Fatalf("calls %+v", tcs)
 	}
 }
+
+// TestPromptRules: the system prompt holds the rules a real repository
+// needs (a question answered without edits, git safety, file tools over
+// cat/sed, tests before done, no interactive commands), byte-stable.
+func TestPromptRules(t *testing.T) {
+	h := newHarness(t)
+	cfg := event.Config{Model: "deepseek-flash"}
+	p := h.rt.systemPrompt(cfg, h.cwd, false)
+	for _, want := range []string{"A question is not a request to change things", "edit no files",
+		"stage the files you changed by name", "never skip hooks (no --no-verify)", "never --amend after a failed hook",
+		"Never push, and never force anything", "not cat, head, tail, find, grep, sed or echo through bash",
+		"run the project's own tests that cover it", "`git commit -m`, `--no-edit`, `--yes`"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the prompt lacks %q", want)
+		}
+	}
+	if p != h.rt.systemPrompt(cfg, h.cwd, false) {
+		t.Fatal("the prompt is not byte-stable")
+	}
+}
