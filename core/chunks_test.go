@@ -103,9 +103,9 @@ func TestChunksOfATextStep(t *testing.T) {
 	}
 	evs := s.Events()
 	got := strings.Join(chunkKinds(t, evs), " ")
-	want := "agent/inbox/spliced turn/start agent/inbox/spliced step/start context/environment user/message session/title request/header request/context " +
+	want := "agent/inbox/spliced turn/start agent/inbox/spliced checkpoint/files step/start context/environment user/message session/title request/header request/context " +
 		"block-start[0] reasoning-delta[0] reasoning-delta[0] block-start[1] text-delta[1] text-delta[1] text-delta[1] " +
-		"block-end[0] block-end[1] usage finish assistant/message step/end turn/end"
+		"block-end[0] block-end[1] usage finish assistant/message step/end checkpoint/files turn/end"
 	if got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
@@ -127,7 +127,7 @@ func TestChunksOfATextStep(t *testing.T) {
 		case event.TypeSessionTitle:
 			var raw map[string]json.RawMessage
 			_ = json.Unmarshal(ev.Data, &raw)
-			if string(raw["messageSeqs"]) != "[5]" || string(raw["source"]) != `{"kind":"fallback"}` {
+			if string(raw["messageSeqs"]) != "[6]" || string(raw["source"]) != `{"kind":"fallback"}` {
 				t.Fatalf("session/title %s", ev.Data)
 			}
 		case event.TypeRequestHeader:
@@ -140,13 +140,13 @@ func TestChunksOfATextStep(t *testing.T) {
 		}
 	}
 	// Block-ends carry the blocks as committed; finish says why.
-	end1, _ := event.Decode[event.AssistantChunk](evs[17])
+	end1, _ := event.Decode[event.AssistantChunk](evs[18])
 	if b := end1.Chunk.Block; b == nil || b.Type != event.BlockText || b.Text != "ECHO: hi" {
-		t.Fatalf("block-end %s", evs[17].Data)
+		t.Fatalf("block-end %s", evs[18].Data)
 	}
-	fin, _ := event.Decode[event.AssistantChunk](evs[19])
+	fin, _ := event.Decode[event.AssistantChunk](evs[20])
 	if fin.Chunk.Reason == nil || fin.Chunk.Reason.Kind != event.FinishStop {
-		t.Fatalf("finish %s", evs[19].Data)
+		t.Fatalf("finish %s", evs[20].Data)
 	}
 
 	// The model never sees a chunk: the next turn's request holds the

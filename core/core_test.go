@@ -137,8 +137,8 @@ func TestTextTurn(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	got := strings.Join(types(s.Events()), ",")
-	want := "agent/inbox/spliced,turn/start,agent/inbox/spliced,step/start,context/environment,user/message,session/title,request/header,request/context," +
-		strings.Repeat("assistant/chunk,", 6) + "assistant/message,step/end,turn/end"
+	want := "agent/inbox/spliced,turn/start,agent/inbox/spliced,checkpoint/files,step/start,context/environment,user/message,session/title,request/header,request/context," +
+		strings.Repeat("assistant/chunk,", 6) + "assistant/message,step/end,checkpoint/files,turn/end"
 	if got != want {
 		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}

@@ -90,6 +90,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		Target: "next-turn", Start: 0, RemovedCount: &n, Inserted: []event.Message{}}); err != nil {
 		return fail(err)
 	}
+	s.fileCheckpoint(ctx, turn, event.PhaseStart)
 	if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: 1}); err != nil {
 		return fail(err)
 	}
@@ -152,6 +153,7 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		}
 	}
 	res.Reason = end.reason
+	s.fileCheckpoint(ctx, turn, event.PhaseEnd)
 	ev, err := s.emit(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: end.reason})
 	if err != nil {
 		s.rt.log.Error("turn end not recorded", "session", s.id, "turn", turn, "err", err)

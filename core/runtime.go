@@ -128,6 +128,9 @@ type Config struct {
 	// Extensions say where extension files are read and which
 	// projects' hooks run (see Extensions).
 	Extensions Extensions
+	// Checkpoints bounds (or turns off) the workspace snapshots taken at
+	// each turn's start and end, which rewind restores.
+	Checkpoints CheckpointConfig
 }
 
 // DefaultBashYield is how long a foreground bash call without its own
@@ -480,6 +483,10 @@ func (r *Runtime) resume(opts SessionOptions) (*Session, error) {
 	if err != nil {
 		_ = lg.Close()
 		return nil, err
+	}
+	// A rewind that a crash cut short is finished before anything else.
+	if err := s.repairRewind(context.Background()); err != nil {
+		r.log.Warn("an interrupted rewind could not be finished", "session", s.id, "err", err)
 	}
 	return s, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-dev/dsh/core/mcp"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/snapshot"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
 )
@@ -80,6 +81,9 @@ type Session struct {
 	hdrSeen   bool
 	// lastReqCtx is the last request/context recorded (under commitMu).
 	lastReqCtx event.RequestContext
+	// inTurn: a turn/start was committed and its turn/end not yet (under
+	// commitMu).
+	inTurn bool
 	// learnedWindow is the context window a provider's refusal named, when
 	// it is smaller than the configured one (0 = none).
 	learnedWindow int64
@@ -98,6 +102,10 @@ type Session struct {
 	// opened; started says its SessionStart hooks have run.
 	ext     extState
 	started bool
+	// snaps is the session's workspace snapshot store (nil: none), made
+	// on first use.
+	snapOnce sync.Once
+	snaps    *snapshot.Store
 }
 
 // Ticket follows one queued prompt to the end of the turn that took it.
@@ -199,6 +207,9 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		if d, err := payloadOf[event.TurnStart](ev, payload); err == nil && d.Turn > s.turn {
 			s.turn = d.Turn
 		}
+		s.inTurn = true
+	case event.TypeTurnEnd:
+		s.inTurn = false
 	case event.TypeSessionTitle:
 		s.mu.Lock()
 		s.titled = true

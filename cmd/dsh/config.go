@@ -66,6 +66,10 @@ type fileConfig struct {
 	// tool names or TOOL(PATTERN) rules.
 	AllowedTools    []string `json:"allowedTools"`
 	DisallowedTools []string `json:"disallowedTools"`
+	// Checkpoints false turns off the workspace snapshots that rewind
+	// restores; CheckpointMaxFileBytes leaves larger files out of them.
+	Checkpoints            *bool `json:"checkpoints"`
+	CheckpointMaxFileBytes *int  `json:"checkpointMaxFileBytes"`
 }
 
 // configKeys are the keys of fileConfig, from its tags.

@@ -32,6 +32,8 @@ Commands:
                               --json prints {header, events} as stored
   rm ID                       delete session ID (a unique prefix is enough; refused while a process is writing it)
   compact ID [FOCUS...]       summarise session ID's conversation now, with its model (see docs/context.md)
+  rewind ID [TURN]            take session ID back to before TURN: files and conversation (see docs/rewind.md);
+                              without TURN list its turns; --files-only, --conversation-only, --force, --undo
 
 An ID may be given whole or as a unique prefix, with or without "session-" (4dff or session-4dff).
 
@@ -44,6 +46,7 @@ var sessionsHelp = map[string]string{
 	"show":    "Usage: dsh sessions show ID [--json]\n\nPrint a readable transcript of a session: turns, each tool call on one line, usage.\nID may be a unique prefix of the session id.",
 	"rm":      "Usage: dsh sessions rm ID\n\nDelete a session (its log and attachments); refused while a process is writing it.\nID may be a unique prefix of the session id.",
 	"compact": compactHelp,
+	"rewind":  rewindHelp,
 }
 
 // sessionsFlags are the flags of the sessions commands, parsed together
@@ -51,6 +54,7 @@ var sessionsHelp = map[string]string{
 type sessionsFlags struct {
 	cwd    string
 	asJSON bool
+	rewind rewindFlags
 }
 
 func sessionsCommand(args []string, stdout, stderr io.Writer) int {
@@ -58,7 +62,8 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	sf := registerSettingFlags(fs)
 	var f sessionsFlags
 	fs.StringVar(&f.cwd, "cwd", "", "list: only sessions recorded for this working directory")
-	fs.BoolVar(&f.asJSON, "json", false, "list, show: print JSON")
+	fs.BoolVar(&f.asJSON, "json", false, "list, show, rewind: print JSON")
+	f.rewind.register(fs)
 	pos, err := argv.Parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		if len(pos) == 0 {
@@ -78,11 +83,15 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 		return sessionsHelpFor(firstWord(pos[1:]), fs, stdout)
 	}
 	if _, ok := sessionsHelp[pos[0]]; !ok {
-		fmt.Fprintf(stderr, "dsh sessions: unknown command %q (want list, show, rm or compact)\n", pos[0])
+		fmt.Fprintf(stderr, "dsh sessions: unknown command %q (want list, show, rm, compact or rewind)\n", pos[0])
 		return 2
 	}
 	if f.cwd != "" && pos[0] != "list" {
 		fmt.Fprintf(stderr, "dsh sessions %s: --cwd applies to list only\n", pos[0])
+		return 2
+	}
+	if f.rewind.any() && pos[0] != "rewind" {
+		fmt.Fprintf(stderr, "dsh sessions %s: --files-only, --conversation-only, --force and --undo apply to rewind only\n", pos[0])
 		return 2
 	}
 	s, err := sf.resolve("auto")
@@ -92,6 +101,9 @@ func sessionsCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if pos[0] == "compact" {
 		return sessionsCompact(s, f, pos[1:], stdout, stderr)
+	}
+	if pos[0] == "rewind" {
+		return sessionsRewind(s, f, pos[1:], stdout, stderr)
 	}
 	return runSessions(pos, f, store.New(s.SessionRoot), stdout, stderr)
 }

@@ -67,6 +67,11 @@ type Settings struct {
 	// network off for commands (core/sandbox).
 	Sandbox        string
 	SandboxNetwork bool
+	// Checkpoints turns the per-turn workspace snapshots on (checkpoints,
+	// DSH_CHECKPOINTS; default true); CheckpointMaxFileBytes bounds the
+	// files they hold (checkpointMaxFileBytes; default 4 MiB).
+	Checkpoints            bool
+	CheckpointMaxFileBytes int
 	// SandboxHidePaths are secret places added to the built-in ones
 	// (absolute, ~ expanded), from the config file and the environment.
 	SandboxHidePaths []string
@@ -538,7 +543,34 @@ func (f *settingFlags) resolveSandbox(r *resolver, s *Settings, fc fileConfig) e
 		return fmt.Errorf("sandboxNetwork %q from %s is not true or false", v, s.Sources["sandboxNetwork"])
 	}
 	s.SandboxNetwork = b
+	if err := resolveCheckpoints(r, s, fc); err != nil {
+		return err
+	}
 	return resolveHidePaths(r, s, fc)
+}
+
+// resolveCheckpoints picks checkpoints (env, file, true) and
+// checkpointMaxFileBytes (file, 4 MiB).
+func resolveCheckpoints(r *resolver, s *Settings, fc fileConfig) error {
+	file := ""
+	if fc.Checkpoints != nil {
+		file = strconv.FormatBool(*fc.Checkpoints)
+	}
+	v := r.pick("checkpoints", fromEnv("DSH_CHECKPOINTS"), fromFile(file), byDefault("true"))
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("checkpoints %q from %s is not true or false", v, s.Sources["checkpoints"])
+	}
+	s.Checkpoints = b
+	n, err := r.pickInt("checkpointMaxFileBytes", fromFile(optInt(fc.CheckpointMaxFileBytes)), byDefault("4194304"))
+	if err != nil {
+		return err
+	}
+	if n < 1 {
+		return fmt.Errorf("checkpointMaxFileBytes must be 1 or more, got %d from %s", n, s.Sources["checkpointMaxFileBytes"])
+	}
+	s.CheckpointMaxFileBytes = n
+	return nil
 }
 
 // resolveHidePaths adds up sandboxHidePaths from the config file and

@@ -149,6 +149,7 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 		NetworkOff:       networkOff(s),
 		Version:          version,
 		Extensions:       extensions(s, logger),
+		Checkpoints:      core.CheckpointConfig{Off: !s.Checkpoints, MaxFileBytes: int64(s.CheckpointMaxFileBytes)},
 	})
 	if err != nil {
 		return nil, err
