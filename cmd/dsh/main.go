@@ -28,7 +28,7 @@ Usage:
   dsh sdk [flags]                                SDK JSON-RPC runtime on stdin/stdout (program hosts)
   dsh run [flags] [--json] [-q] [-c | --session-id ID] [--image PATH]... [TASK...|-]
                                                  one task, then exit
-  dsh sessions list|show|rm|compact ...          look after stored sessions (an id or a unique prefix of it)
+  dsh sessions list|show|rm|compact|rewind ...   look after stored sessions (an id or a unique prefix of it)
   dsh config [--json]                            the resolved settings, where each came from, the file read
   dsh trust [--revoke | --list] [DIR]            let a project's hooks and command shell lines run
   dsh mcp list | add NAME -- CMD... | remove NAME  the config file's MCP servers: state and tools; add, remove
