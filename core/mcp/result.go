@@ -104,12 +104,18 @@ func imageBlocks(mime string, data []byte, env *tool.Env, n int, t *Tool) []even
 	case env == nil || !env.ModelImages || env.SaveAttachment == nil:
 		return []event.ContentBlock{event.Text(desc + ": the model of this session cannot view images]")}
 	}
+	// The same checks as read's: decoded size bounded, scaled to what the
+	// model takes (a 100000x100000 PNG is a note, not an image).
+	mime, data, _, _, note, err := tool.FitImage(mime, data)
+	if err != nil {
+		return []event.ContentBlock{event.Text(desc + ": not shown: " + err.Error() + "]")}
+	}
 	att, err := env.SaveAttachment(mime, data)
 	if err != nil || att == nil {
 		return []event.ContentBlock{event.Text(desc + fmt.Sprintf(": could not be attached: %v]", err))}
 	}
 	return []event.ContentBlock{
-		event.Text(fmt.Sprintf("Image (%s, %dx%d, %d bytes):", mime, att.Width, att.Height, len(data))),
+		event.Text(fmt.Sprintf("Image (%s, %dx%d, %d bytes%s):", mime, att.Width, att.Height, len(data), noteSuffix(note))),
 		{Type: event.BlockImage, Attachment: att},
 	}
 }
@@ -137,4 +143,11 @@ func resourceText(r *sdk.ResourceContents) string {
 		head += " (" + r.MIMEType + ")"
 	}
 	return head + ":\n" + r.Text
+}
+
+func noteSuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return "; " + note
 }

@@ -2,12 +2,15 @@ package tool
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
+	"image/color"
 	"image/jpeg"
 	"image/png"
 
 	"golang.org/x/image/draw"
+	"golang.org/x/sync/semaphore"
 )
 
 // Limits of images sent to the model. A larger image is scaled down to
@@ -23,7 +26,41 @@ const (
 	// imageMaxDecodePixels bounds the images dsh decodes to scale: past it
 	// the decoded bitmap alone would take hundreds of MiB.
 	imageMaxDecodePixels = 50_000_000
+	// imageMaxDecodeBytes bounds the decoded bitmap of one image (pixels
+	// count less than bytes: a 16-bit RGBA pixel is 8 bytes), and all the
+	// images being decoded at once in this process (decodeBudget): past
+	// it, decodes wait for each other, so four 49-megapixel images read
+	// in one step are decoded one at a time, not together.
+	imageMaxDecodeBytes = 256 << 20
 )
+
+// decodeBudget is the process's budget of decoded image bytes. It is
+// process-wide on purpose: the memory it guards is.
+var decodeBudget = semaphore.NewWeighted(imageMaxDecodeBytes)
+
+// decodedBytes estimates the bitmap image.Decode makes of data, from its
+// header: width × height × the bytes per pixel of its color model.
+func decodedBytes(data []byte) int64 {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return 0
+	}
+	bpp := int64(4)
+	switch cfg.ColorModel {
+	case color.RGBA64Model, color.NRGBA64Model:
+		bpp = 8
+	case color.Gray16Model:
+		bpp = 2
+	case color.GrayModel, color.AlphaModel:
+		bpp = 1
+	case color.YCbCrModel:
+		bpp = 3
+	}
+	if _, ok := cfg.ColorModel.(color.Palette); ok {
+		bpp = 1
+	}
+	return int64(cfg.Width) * int64(cfg.Height) * bpp
+}
 
 // FitImage returns data as it may be sent to the model: unchanged when it
 // is within the limits, else scaled down and re-encoded (PNG for images
@@ -45,6 +82,14 @@ func fitImageTo(mediaType string, data []byte, imageMaxPixels, imageMaxBytes int
 	if w*h > imageMaxDecodePixels || w == 0 {
 		return "", nil, w, h, "", fmt.Errorf("the image is %dx%d pixels, too large to scale safely (limit %d pixels); make a smaller copy with bash first", w, h, imageMaxDecodePixels)
 	}
+	need := decodedBytes(data) + int64(imageMaxPixels)*4 // the bitmap and the scaled copy
+	if need > imageMaxDecodeBytes {
+		return "", nil, w, h, "", fmt.Errorf("the image is %dx%d pixels and would take %d MiB to decode (limit %d MiB); make a smaller copy with bash first", w, h, need>>20, imageMaxDecodeBytes>>20)
+	}
+	// Wait for the decoded bytes of the images being scaled now; this
+	// decode holds its share until it is done.
+	_ = decodeBudget.Acquire(context.Background(), need)
+	defer decodeBudget.Release(need)
 	src, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return "", nil, w, h, "", fmt.Errorf("the image cannot be decoded: %v", err)
