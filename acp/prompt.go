@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -93,7 +94,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if done || err != nil {
 		return resp, err
 	}
-	content, err := a.promptContent(st, prompt)
+	content, err := a.promptContent(ctx, st, prompt)
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
@@ -161,7 +162,7 @@ func (a *agent) refused(ctx context.Context, st *sessState, why string) (sdk.Pro
 // promptContent turns ACP content into a user message. The whole prompt
 // is validated before anything is written; images are then saved to the
 // session's attachment store in order.
-func (a *agent) promptContent(st *sessState, blocks []sdk.ContentBlock) ([]event.ContentBlock, error) {
+func (a *agent) promptContent(ctx context.Context, st *sessState, blocks []sdk.ContentBlock) ([]event.ContentBlock, error) {
 	type image struct {
 		at   int // index in out
 		mime string
@@ -198,6 +199,10 @@ func (a *agent) promptContent(st *sessState, blocks []sdk.ContentBlock) ([]event
 		case b.Text != nil:
 			addText(b.Text.Text)
 		case b.ResourceLink != nil:
+			if text, ok := a.mcpResource(ctx, st, b.ResourceLink.Uri); ok {
+				addText(text)
+				continue
+			}
 			addText("\n[resource_link name=" + jsonString(b.ResourceLink.Name) + " uri=" + jsonString(b.ResourceLink.Uri) + "]\n")
 		case b.Resource != nil:
 			r := b.Resource.Resource
@@ -252,6 +257,26 @@ func (a *agent) promptContent(st *sessState, blocks []sdk.ContentBlock) ([]event
 	}
 	return out, nil
 }
+
+// mcpResource resolves a resource link that names a resource of one of
+// the session's MCP servers (not a file: the model reads files itself):
+// the resource's text, as an embedded resource would carry it.
+func (a *agent) mcpResource(ctx context.Context, st *sessState, uri string) (string, bool) {
+	if uri == "" || strings.HasPrefix(uri, "file:") {
+		return "", false
+	}
+	rctx, cancel := context.WithTimeout(ctx, resourceLinkWait)
+	defer cancel()
+	server, text, err := st.s.ReadResource(rctx, uri)
+	if err != nil {
+		a.log.Debug("acp: resource link not resolved through MCP", "uri", uri, "err", err)
+		return "", false
+	}
+	return "\n[resource uri=" + jsonString(uri) + " server=" + jsonString(server) + "]\n" + text + "\n[/resource]\n", true
+}
+
+// resourceLinkWait bounds reading one linked MCP resource.
+const resourceLinkWait = 10 * time.Second
 
 // decodeImage checks an image block: a supported type, canonical base64,
 // and bytes that really are an image of that type.

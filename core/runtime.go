@@ -251,6 +251,8 @@ func New(cfg Config) (*Runtime, error) {
 	// Command files of the project and the user (.dsh/commands,
 	// .claude/commands, ...) come after the built-ins, which win.
 	r.commands.AddSource(fileCommands)
+	// MCP servers' prompts, as /mcp__<server>__<prompt>.
+	r.commands.AddSource(mcpPromptCommands)
 	r.setTools(cfg.Tools)
 	return r, nil
 }

@@ -88,6 +88,9 @@ func (s *Session) sessionTools() *toolset {
 	if len(s.ext.skills) > 0 {
 		mt = append(mt, skillTool{skills: s.ext.skills})
 	}
+	if s.mcp != nil && s.mcp.HasResources() {
+		mt = append(mt, resourceTools(s.mcp)...)
+	}
 	if len(mt) == 0 && (s.ext.agent == nil || s.ext.agent.Tools == nil) && len(s.ext.agents) == 0 {
 		ts := *base
 		ts.base, ts.mcpVersion = base, v

@@ -250,3 +250,85 @@ func TestSDKCustomCommand(t *testing.T) {
 		t.Errorf("model saw %q", got)
 	}
 }
+
+// TestACPMCPPromptsAndResources: server-everything's prompts are slash
+// commands (with their argument hints) and its resources are listed and
+// read by the model through the two resource tools.
+func TestACPMCPPromptsAndResources(t *testing.T) {
+	js := needEverything(t)
+	srv := modeltest.New(t)
+	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
+	p := startACP(t, w, "--permission-mode", "auto")
+	p.initialize()
+	ns := p.call("session/new", map[string]any{"cwd": w.Cwd, "mcpServers": []any{
+		map[string]any{"name": "everything", "command": "node", "args": []any{js}, "env": []any{}}}})
+	p.wantResult(ns)
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(ns.Result, &r)
+	sid := r.SessionID
+	p.waitFor("the command list", func(f acpFrame) bool {
+		u := f.update()
+		return u != nil && u["sessionUpdate"] == "available_commands_update"
+	})
+	cmds := commandLists(p)[0]
+	if hint, ok := cmds["mcp__everything__args-prompt"]; !ok || hint != "<city> [state]" {
+		t.Fatalf("args-prompt: %v %q (commands %v)", ok, hint, cmds)
+	}
+	if _, ok := cmds["mcp__everything__simple-prompt"]; !ok {
+		t.Errorf("simple-prompt not offered: %v", cmds)
+	}
+
+	srv.Enqueue(modeltest.TextReply("sunny"))
+	if stop := p.promptText(sid, "/mcp__everything__args-prompt Paris Ile de France"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	if got := lastUser(srv.Last()); !strings.Contains(got, "What's weather in Paris, Ile de France?") {
+		t.Errorf("prompt text %q", got)
+	}
+
+	srv.Enqueue(modeltest.ToolCallsReply("", modeltest.Call{ID: "l1", Name: "list_mcp_resources", Args: `{}`}),
+		modeltest.ToolCallsReply("", modeltest.Call{ID: "r1", Name: "read_mcp_resource", Args: `{"uri":"demo://resource/static/document/architecture.md"}`}),
+		modeltest.TextReply("read it"))
+	if stop := p.promptText(sid, "what resources are there?"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	last := srv.Last()
+	if !slices.ContainsFunc(last.Body.Tools, func(tl modeltest.Tool) bool { return tl.Function.Name == "read_mcp_resource" }) {
+		t.Error("read_mcp_resource not offered")
+	}
+	if got := toolResult(last, "l1"); !strings.Contains(got, "server=everything uri=demo://resource/static/document/") {
+		t.Errorf("list result %q", acpShort(got, 600))
+	}
+	if got := toolResult(last, "r1"); !strings.Contains(got, "[resource server=everything uri=demo://resource/static/document/architecture.md]") || len(got) < 200 {
+		t.Errorf("read result %q", acpShort(got, 600))
+	}
+}
+
+// TestACPResourceLinkToMCPResource: a resource link in a prompt that names
+// an MCP server's resource reaches the model as the resource's text.
+func TestACPResourceLinkToMCPResource(t *testing.T) {
+	js := needEverything(t)
+	srv := modeltest.New(t)
+	w := newWorld(t, append(srv.Env(), "DSH_MCP_START_WAIT=60s")...)
+	p := startACP(t, w)
+	p.initialize()
+	ns := p.call("session/new", map[string]any{"cwd": w.Cwd, "mcpServers": []any{
+		map[string]any{"name": "everything", "command": "node", "args": []any{js}, "env": []any{}}}})
+	p.wantResult(ns)
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(ns.Result, &r)
+	srv.Enqueue(modeltest.TextReply("summarised"))
+	f := p.call("session/prompt", map[string]any{"sessionId": r.SessionID, "prompt": []any{
+		map[string]any{"type": "text", "text": "summarise this: "},
+		map[string]any{"type": "resource_link", "name": "architecture.md", "uri": "demo://resource/static/document/architecture.md"},
+	}})
+	p.wantResult(f)
+	got := lastUser(srv.Last())
+	if !strings.Contains(got, `[resource uri="demo://resource/static/document/architecture.md" server="everything"]`) || len(got) < 300 {
+		t.Errorf("the model saw %q", acpShort(got, 600))
+	}
+}
