@@ -147,27 +147,7 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return p.userChunks(m.Content), nil
 
 	case event.TypeAssistantMessage:
-		am, err := event.Decode[event.AssistantMessage](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		var ups []sdk.SessionUpdate
-		for _, b := range am.Message.Content {
-			switch {
-			case b.Type == event.BlockReasoning && b.Text != "":
-				ups = append(ups, sdk.UpdateAgentThoughtText(b.Text))
-			case b.Type == event.BlockText && b.Text != "":
-				ups = append(ups, sdk.UpdateAgentMessageText(b.Text))
-			}
-		}
-		if u, ok := p.usage(am); ok {
-			if replay {
-				p.lastUsage = &u // restored once, after the replay
-			} else {
-				ups = append(ups, u)
-			}
-		}
-		return ups, nil
+		return p.assistantMessage(ev, replay)
 
 	case event.TypeToolCall:
 		tc, err := event.Decode[event.ToolCall](ev)
@@ -177,56 +157,13 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return p.toolCall(tc)
 
 	case event.TypePermissionDecision:
-		d, err := event.Decode[event.PermissionDecision](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		if d.Decision != "allow" {
-			return nil, nil // the failed result follows
-		}
-		id := d.CallID
-		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress))}, func() {
-			for i := range p.st.execs {
-				if p.st.execs[i].id == id {
-					p.st.execs[i].allowed = true
-				}
-			}
-		}
+		return p.permissionDecision(ev)
 
 	case event.TypeToolResult:
-		tr, err := event.Decode[event.ToolResult](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		r := tr.Result()
-		id := r.ToolCallID
-		if id == "" {
-			id = tr.Message.Source.CallID
-		}
-		ups := []sdk.SessionUpdate{p.result(id, r, tr.Meta, replay)}
-		if u, ok := p.jobUpdate(id, r, tr.Meta); ok {
-			ups = append(ups, u)
-		}
-		return ups, func() {
-			p.st.calls[id] = true
-			for i, x := range p.st.execs {
-				if x.id == id {
-					p.st.execs = append(p.st.execs[:i:i], p.st.execs[i+1:]...)
-					break
-				}
-			}
-		}
+		return p.toolResult(ev, replay)
 
 	case event.TypeTodoWrite:
-		tw, err := event.Decode[event.TodoWrite](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		entries := make([]sdk.PlanEntry, 0, len(tw.Todos))
-		for _, t := range tw.Todos {
-			entries = append(entries, sdk.PlanEntry{Content: t.Content, Priority: sdk.PlanEntryPriorityMedium, Status: planStatus(t.Status)})
-		}
-		return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}, nil
+		return p.plan(ev)
 
 	case event.TypeMCPServer:
 		if m, err := event.Decode[event.MCPServer](ev); err == nil {
@@ -253,16 +190,7 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return []sdk.SessionUpdate{{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: &t.Title, UpdatedAt: &at}}}, nil
 
 	case event.TypeSubagentStart:
-		d, err := event.Decode[event.SubagentStart](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		text := fmt.Sprintf("Delegated to the %s subagent (session %s).", d.Provider, d.ChildSessionID)
-		if d.Description != "" {
-			text = fmt.Sprintf("Delegated to the %s subagent (session %s): %s", d.Provider, d.ChildSessionID, d.Description)
-		}
-		return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
-			sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil
+		return p.subagentStart(ev)
 
 	case event.TypeSubagentProgress:
 		return p.subagentProgress(ev)
@@ -285,24 +213,127 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(trimNotice(tr))}, nil
 
 	case event.TypeConfigChange:
-		if replay {
-			return nil, nil // the load response carries the current state
-		}
-		cc, err := event.Decode[event.ConfigChange](ev)
-		if err != nil {
-			return p.bad(ev, err)
-		}
-		var ups []sdk.SessionUpdate
-		if m := core.PermissionMode(cc.PermissionMode); m != "" && m != p.mode {
-			p.mode = m
-			ups = append(ups, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
-		}
-		mode := p.mode
-		ups = append(ups, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{
-			ConfigOptions: p.a.configOptions(cc.Config, mode)}})
-		return ups, nil
+		return p.configChange(ev, replay)
+
 	}
 	return nil, nil
+}
+
+// assistantMessage projects the agent's thought and message chunks of a committed message, and its usage.
+func (p *projector) assistantMessage(ev event.Event, replay bool) ([]sdk.SessionUpdate, func()) {
+	am, err := event.Decode[event.AssistantMessage](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	var ups []sdk.SessionUpdate
+	for _, b := range am.Message.Content {
+		switch {
+		case b.Type == event.BlockReasoning && b.Text != "":
+			ups = append(ups, sdk.UpdateAgentThoughtText(b.Text))
+		case b.Type == event.BlockText && b.Text != "":
+			ups = append(ups, sdk.UpdateAgentMessageText(b.Text))
+		}
+	}
+	if u, ok := p.usage(am); ok {
+		if replay {
+			p.lastUsage = &u // restored once, after the replay
+		} else {
+			ups = append(ups, u)
+		}
+	}
+	return ups, nil
+}
+
+// permissionDecision projects an allowed call going in progress (the note marks a bash call as one the client's terminal may run).
+func (p *projector) permissionDecision(ev event.Event) ([]sdk.SessionUpdate, func()) {
+	d, err := event.Decode[event.PermissionDecision](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	if d.Decision != "allow" {
+		return nil, nil // the failed result follows
+	}
+	id := d.CallID
+	return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress))}, func() {
+		for i := range p.st.execs {
+			if p.st.execs[i].id == id {
+				p.st.execs[i].allowed = true
+			}
+		}
+	}
+}
+
+// toolResult projects a call's final update, and a job's output on the call that started it.
+func (p *projector) toolResult(ev event.Event, replay bool) ([]sdk.SessionUpdate, func()) {
+	tr, err := event.Decode[event.ToolResult](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	r := tr.Result()
+	id := r.ToolCallID
+	if id == "" {
+		id = tr.Message.Source.CallID
+	}
+	ups := []sdk.SessionUpdate{p.result(id, r, tr.Meta, replay)}
+	if u, ok := p.jobUpdate(id, r, tr.Meta); ok {
+		ups = append(ups, u)
+	}
+	return ups, func() {
+		p.st.calls[id] = true
+		for i, x := range p.st.execs {
+			if x.id == id {
+				p.st.execs = append(p.st.execs[:i:i], p.st.execs[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// plan projects the todo list as the plan.
+func (p *projector) plan(ev event.Event) ([]sdk.SessionUpdate, func()) {
+	tw, err := event.Decode[event.TodoWrite](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	entries := make([]sdk.PlanEntry, 0, len(tw.Todos))
+	for _, t := range tw.Todos {
+		entries = append(entries, sdk.PlanEntry{Content: t.Content, Priority: sdk.PlanEntryPriorityMedium, Status: planStatus(t.Status)})
+	}
+	return []sdk.SessionUpdate{sdk.UpdatePlan(entries...)}, nil
+}
+
+// subagentStart projects the delegation, shown in the subagent call.
+func (p *projector) subagentStart(ev event.Event) ([]sdk.SessionUpdate, func()) {
+	d, err := event.Decode[event.SubagentStart](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	text := fmt.Sprintf("Delegated to the %s subagent (session %s).", d.Provider, d.ChildSessionID)
+	if d.Description != "" {
+		text = fmt.Sprintf("Delegated to the %s subagent (session %s): %s", d.Provider, d.ChildSessionID, d.Description)
+	}
+	return []sdk.SessionUpdate{sdk.UpdateToolCall(sdk.ToolCallId(d.CallID),
+		sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}))}, nil
+}
+
+// configChange projects a mode or model change made elsewhere (the load response carries the current state).
+func (p *projector) configChange(ev event.Event, replay bool) ([]sdk.SessionUpdate, func()) {
+	if replay {
+		return nil, nil // the load response carries the current state
+	}
+	cc, err := event.Decode[event.ConfigChange](ev)
+	if err != nil {
+		return p.bad(ev, err)
+	}
+	var ups []sdk.SessionUpdate
+	if m := core.PermissionMode(cc.PermissionMode); m != "" && m != p.mode {
+		p.mode = m
+		ups = append(ups, sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(m)}})
+	}
+	mode := p.mode
+	ups = append(ups, sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{
+		ConfigOptions: p.a.configOptions(cc.Config, mode)}})
+	return ups, nil
 }
 
 func (p *projector) bad(ev event.Event, err error) ([]sdk.SessionUpdate, func()) {
