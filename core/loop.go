@@ -258,16 +258,31 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	}
 	chunks := s.newChunkStream(turn, step, onDelta)
 
-	var resp *model.Response
+	resp, end, err := s.streamStep(ctx, turn, step, cfg, prov, req, chunks)
+	if end != nil || err != nil {
+		return end, err
+	}
+	calls, callSeqs, err := s.commitStep(turn, step, cfg, prov, resp, chunks)
+	if err != nil {
+		return nil, err
+	}
+	return s.finishStep(ctx, turn, step, cfg, prov, resp, calls, callSeqs, loop)
+}
+
+// streamStep makes the step's model call, retrying what may be retried
+// (and compacting once when the provider says the request is too long).
+// Each failed attempt leaves an assistant/attempt; a non-nil turnEnd ends
+// the turn.
+func (s *Session) streamStep(ctx context.Context, turn, step int, cfg event.Config, prov model.Provider, req *model.Request, chunks *chunkStream) (*model.Response, *turnEnd, error) {
 	overflows := 0
 	var retries stepRetries
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
-			return &turnEnd{abortedReason(ctx)}, nil
+			return nil, &turnEnd{abortedReason(ctx)}, nil
 		}
 		req.Attempt = attempt
 		chunks.reset()
-		resp, err = prov.Stream(ctx, req, chunks.delta)
+		resp, err := prov.Stream(ctx, req, chunks.delta)
 		if err == nil {
 			err = emptyReply(resp) // retried like any retryable failure
 		}
@@ -275,14 +290,14 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			err = recoverTextCalls(resp)
 		}
 		if err == nil {
-			break
+			return resp, nil, nil
 		}
 		info := errorInfo(err)
 		if ctx.Err() != nil {
 			info = &event.ErrorInfo{Message: "the request was cancelled", Code: string(model.ClassAborted)}
 		}
 		if cerr := chunks.fail(info, ctx.Err() != nil); cerr != nil {
-			return nil, cerr
+			return nil, nil, cerr
 		}
 		att := event.AssistantAttempt{Turn: turn, Step: step, Attempt: attempt, Error: info}
 		var failed *model.Error
@@ -298,10 +313,10 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			info.Message = overloadedMessage(&retries, info.Message)
 		}
 		if _, cerr := s.emit(event.TypeAssistantAttempt, att); cerr != nil {
-			return nil, cerr
+			return nil, nil, cerr
 		}
 		if ctx.Err() != nil {
-			return &turnEnd{abortedReason(ctx)}, nil
+			return nil, &turnEnd{abortedReason(ctx)}, nil
 		}
 		if plan.now {
 			continue
@@ -311,17 +326,17 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			again, rerr := s.recoverOverflow(ctx, overflows, turn, step, cfg, prov, me)
 			overflows++
 			if rerr != nil {
-				return nil, rerr
+				return nil, nil, rerr
 			}
 			if ctx.Err() != nil {
-				return &turnEnd{abortedReason(ctx)}, nil
+				return nil, &turnEnd{abortedReason(ctx)}, nil
 			}
 			if again {
 				if req, err = s.request(cfg, prov.Caps(cfg.Model)); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if err := s.recordContext(cfg, s.limits(prov, cfg)); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				s.fitOutput(req, cfg, prov, s.promptEstimate(), 0)
 				continue
@@ -332,12 +347,17 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 			case <-s.rt.cfg.After(plan.wait):
 				continue
 			case <-ctx.Done():
-				return &turnEnd{abortedReason(ctx)}, nil
+				return nil, &turnEnd{abortedReason(ctx)}, nil
 			}
 		}
-		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: info}}, nil
+		return nil, &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: info}}, nil
 	}
+}
 
+// commitStep commits the model's message and the calls it made, with
+// each call's facts, in one write; it returns the calls (every one with
+// an id) and the seq of each call's tool/call event.
+func (s *Session) commitStep(turn, step int, cfg event.Config, prov model.Provider, resp *model.Response, chunks *chunkStream) ([]model.ToolCall, map[string]int64, error) {
 	// Commit the model's message exactly as it streamed.
 	var content []event.ContentBlock
 	if resp.Reasoning != "" {
@@ -358,7 +378,7 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	}
 	srcSeqs, err := chunks.complete(resp, calls)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
 		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
@@ -381,13 +401,18 @@ func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetecto
 	}
 	committed, err := s.commitAll(evs, payloads)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	callSeqs := make(map[string]int64, len(calls))
 	for i, c := range calls {
 		callSeqs[c.ID] = committed[i+1].Seq
 	}
+	return calls, callSeqs, nil
+}
 
+// finishStep runs the calls of a committed message (or records why they
+// do not run) and says whether the turn ends here.
+func (s *Session) finishStep(ctx context.Context, turn, step int, cfg event.Config, prov model.Provider, resp *model.Response, calls []model.ToolCall, callSeqs map[string]int64, loop *loopDetector) (*turnEnd, error) {
 	var end *turnEnd
 	switch resp.FinishReason {
 	case "length":
