@@ -25,7 +25,8 @@ import (
 // ignorable and dropped whole.
 var oursOnly = map[string][]string{
 	"*":                 {"usage.totalTokens", "data.usage.totalTokens", "data.chunk.usage.totalTokens"},
-	"assistant/message": {"data.finishReason"},
+	"assistant/message": {"data.finishReason", "data.cost"},
+	"tool/call":         {"data.facts"},
 	"tool/result":       {"data.meta"},
 }
 
