@@ -2,12 +2,17 @@ package core
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/dsh-dev/dsh/core/model"
 )
 
 // TestContextGitRunsNoPlantedProgram: a repository whose config names an
@@ -98,4 +103,48 @@ func TestInstructionLinksToSecretsAndOutsideAreNotRead(t *testing.T) {
 	if !strings.Contains(ctxText, "INSIDE RULES") {
 		t.Fatalf("a link inside the repository was not followed:\n%s", ctxText)
 	}
+}
+
+// TestTurnThatPlantsAHookIsReported: a turn whose tool writes
+// .git/hooks/pre-commit ends with a warning in dsh's log naming it (the
+// user's own next commit would run it); a turn that touches neither
+// hooks nor config says nothing.
+func TestTurnThatPlantsAHookIsReported(t *testing.T) {
+	repo := t.TempDir()
+	gitInit(t, repo)
+	hook := filepath.Join(repo, ".git", "hooks", "pre-commit")
+	args := `{"file_path":` + strconv.Quote(hook) + `,"content":"#!/bin/sh\necho planted\n"}`
+	h := newHarness(t, calls(model.ToolCall{ID: "w", Name: "write", Arguments: args}), text("done"), text("again"))
+	var logs syncBuffer
+	rt := h.runtimeWith(func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	s, err := rt.Create(context.Background(), SessionOptions{Cwd: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "plant it")
+	if got := logs.String(); !strings.Contains(got, "changed the repository's git config or hooks") || !strings.Contains(got, hook) {
+		t.Fatalf("no warning naming the hook:\n%s", got)
+	}
+	before := len(logs.String())
+	run(t, s, "nothing")
+	if strings.Contains(logs.String()[before:], "git config or hooks") {
+		t.Fatalf("a quiet turn warned:\n%s", logs.String()[before:])
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

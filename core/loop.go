@@ -91,6 +91,8 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 		return fail(err)
 	}
 	s.fileCheckpoint(ctx, turn, event.PhaseStart)
+	gitDir, gitBefore := s.gitSnapshot()
+	defer s.warnGitChanges(turn, gitDir, gitBefore)
 	if _, err := s.emit(event.TypeStepStart, event.Step{Turn: turn, Step: 1}); err != nil {
 		return fail(err)
 	}
