@@ -48,11 +48,13 @@ const summaryPrefix = CompactedPrefix + "The conversation so far was summarised 
 // summaryInstruction is the fixed last message of a summary call.
 const summaryInstruction = model.SummaryInstructionStart + ` It will replace the conversation: you will go on from this summary alone, with the first task and the most recent user messages, which are kept as they are. Do not call any tool, even if one seems useful: tools are not available for this reply. Answer with the summary only, in plain text, under these headings:
 
-1. Task: what the user asked for, and every constraint or preference they stated.
+1. Task: what the user asked for. Quote every explicit instruction, constraint, preference and correction the user gave, word for word.
 2. Current state: what is done, what is in progress (describe the unfinished work of the latest request precisely), what failed and why.
 3. Files and changes: each file read, created or changed, with what matters about it.
 4. Decisions and technical context: choices made and why; commands, APIs, error messages and their fixes.
 5. Next steps: the exact next actions, in order.
+
+If the conversation begins with an earlier summary, merge it in: carry over everything from it that still holds, so nothing is lost by summarising twice. dsh adds the todo list and the running background jobs after your summary itself.
 
 Be complete but brief. Keep names, paths, identifiers and numbers exact.`
 
@@ -227,6 +229,7 @@ func (s *Session) compact(ctx context.Context, j compactJob) (*Compaction, error
 		s.rt.log.Warn("compaction failed; the history is unchanged", "session", s.id, "trigger", j.trigger, "err", err)
 		return nil, &recordedErr{err}
 	}
+	summary += s.workingState()
 	history := keptHistory(&snap, j.lim, summaryPrefix+summary)
 	after := conversation{}
 	after.restore(history)

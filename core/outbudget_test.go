@@ -129,3 +129,30 @@ func TestOverloadRetriesDoubleWithinTheBudget(t *testing.T) {
 		t.Fatalf("waited %s in all (%v)", total, waits)
 	}
 }
+
+// TestCompactionKeepsWorkingState: the todo list and the running jobs are
+// in every summary exactly, and the instruction asks for the user's words
+// verbatim and the previous summary merged.
+func TestCompactionKeepsWorkingState(t *testing.T) {
+	h := newHarness(t,
+		calls(model.ToolCall{ID: "t", Name: "todo_write", Arguments: `{"todos":[{"content":"fix the parser","status":"in_progress"},{"content":"run the tests","status":"pending"}]}`},
+			model.ToolCall{ID: "b", Name: "bash", Arguments: `{"command":"exec sleep 1000","description":"serve","run_in_background":true}`}),
+		text("working"), text("SUMMARY"))
+	s := h.session()
+	run(t, s, "fix it; never touch the vendor folder")
+	cp, err := s.Compact(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SUMMARY", "## Todo list", "- [in_progress] fix the parser", "- [pending] run the tests",
+		"## Background jobs still running", "job-1 (running since", "exec sleep 1000"} {
+		if !strings.Contains(cp.Summary, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, cp.Summary)
+		}
+	}
+	instr := h.prov.requests()[2].Messages
+	last := instr[len(instr)-1].Content
+	if !strings.Contains(last, "word for word") || !strings.Contains(last, "merge it in") {
+		t.Fatalf("instruction %q", last)
+	}
+}

@@ -37,8 +37,9 @@ type Session struct {
 	lg      *store.Log
 	resumed bool
 	reads   *tool.ReadTracker
-	spill   *tool.Spill // outputs too large for one result, under the session's directory
-	jobs    *tool.Jobs  // background jobs; all killed by Close
+	spill   *tool.Spill  // outputs too large for one result, under the session's directory
+	jobs    *tool.Jobs   // background jobs; all killed by Close
+	todos   []event.Todo // the latest todo_write list (commitMu)
 
 	// commitMu serialises commits so seq, log order and history agree.
 	commitMu sync.Mutex
@@ -243,6 +244,10 @@ func (s *Session) absorb(ev event.Event, payload any) {
 		s.nested = nestedState{} // the results they rode on are summarised away
 		s.mu.Unlock()
 		s.atCheckpoint(ev, payload)
+	case event.TypeTodoWrite:
+		if d, err := payloadOf[event.TodoWrite](ev, payload); err == nil {
+			s.todos = d.Todos // the latest list, for a compaction's working state
+		}
 	case event.TypeSessionDirs:
 		if d, err := payloadOf[event.SessionDirs](ev, payload); err == nil {
 			s.mu.Lock()
