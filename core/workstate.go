@@ -33,13 +33,13 @@ func (s *Session) workingState() string {
 			b.WriteString("\n\n## Background jobs still running (job_output reads them, job_kill stops them)\n")
 		}
 		running++
-		fmt.Fprintf(&b, "- %s (running since %s): %s\n", j.ID, j.Started.UTC().Format("15:04:05 UTC"), oneLine(j.Command))
+		fmt.Fprintf(&b, "- %s (running since %s): %s\n", j.ID, j.Started.UTC().Format("15:04:05 UTC"), jobCommandLine(j.Command))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// oneLine is a command on one line, bounded.
-func oneLine(s string) string {
+// jobCommandLine is a command on one line, bounded.
+func jobCommandLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > 200 {
 		return string(r[:199]) + "…"
