@@ -249,8 +249,8 @@ func TestHeadlessDefaultMode(t *testing.T) {
 			t.Errorf("stdout = %q, want the final message only", r.Stdout)
 		}
 		lines := strings.Split(strings.TrimSuffix(r.Stderr, "\n"), "\n")
-		if len(lines) != 2 || !strings.HasPrefix(lines[0], "dsh: completed · 1 step · ") || !strings.HasPrefix(lines[1], "dsh: session session-") {
-			t.Errorf("stderr = %q, want the summary and the session line", r.Stderr)
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "dsh: sandbox ") || !strings.HasPrefix(lines[1], "dsh: completed · 1 step · ") || !strings.HasPrefix(lines[2], "dsh: session session-") {
+			t.Errorf("stderr = %q, want the sandbox line, the summary and the session line", r.Stderr)
 		}
 	})
 

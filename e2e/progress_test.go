@@ -42,6 +42,7 @@ func maskProgress(s string) string {
 	s = regexp.MustCompile(`tokens [^\n]*`).ReplaceAllString(s, "tokens <n>")
 	s = regexp.MustCompile(`session-[0-9a-f]{32}`).ReplaceAllString(s, "session-<id>")
 	s = regexp.MustCompile(`outside the workspace [^\n]*`).ReplaceAllString(s, "outside the workspace <ws>")
+	s = regexp.MustCompile(`dsh: sandbox [^\n]*`).ReplaceAllString(s, "dsh: sandbox <what is in force here>")
 	return s
 }
 

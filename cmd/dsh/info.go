@@ -165,13 +165,24 @@ func sandboxInForce(s Settings) string {
 	}
 	self, _ := os.Executable()
 	sb, _ := newSandbox(s, self, slog.New(slog.DiscardHandler))
+	return sandboxInForceWith(s, sb)
+}
+
+// sandboxInForceWith is sandboxInForce for the sandbox sb built from s.
+func sandboxInForceWith(s Settings, sb *sandbox.Sandbox) string {
+	switch {
+	case s.PermissionMode == string(permission.ModeFull):
+		return "off: permission mode full runs commands unconfined (setting " + s.Sandbox + ")"
+	case s.Sandbox == string(sandbox.Off):
+		return "off: commands run unconfined"
+	}
 	prefix := s.Sandbox + ": "
 	if s.PermissionMode == string(permission.ModeReadOnly) {
 		prefix += "read-only, no writes; "
 	}
 	switch sb.Level() {
 	case sandbox.Full:
-		return prefix + "contained (namespaces + Landlock)"
+		return prefix + "contained (namespaces + Landlock); " + sandboxReach(s)
 	case sandbox.LandlockOnly:
 		return prefix + "partly contained (Landlock only): " + sb.Notice()
 	}

@@ -80,7 +80,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errTTY = headless.IsTerminal(f)
 	}
 	code := headless.Run(ctx, rt.Runtime, headless.Options{JSON: rf.JSON, SessionID: rf.SessionID, Adopt: rf.SessionIDSet,
-		Continue: rf.Continue, Task: task, Images: images, Reconfigure: flagConfig(s), Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
+		Continue: rf.Continue, Task: task, Images: images, Reconfigure: flagConfig(s), SandboxLine: runSandboxLine(rf, s, rt), Stdout: stdout, Stderr: stderr, Logger: logger, OfflineHint: offlineHint,
 		Progress: headless.ProgressOptions{TTY: errTTY, Color: errTTY && os.Getenv("NO_COLOR") == "", Quiet: rf.Quiet}})
 	if err := shutdownRuntime(rt); err != nil {
 		logger.Warn("shutdown", "err", err)

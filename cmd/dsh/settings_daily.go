@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dsh-dev/dsh/cmd/internal/headless"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/tool"
 )
@@ -185,4 +186,30 @@ func dailyRows(s Settings, values map[string]string) {
 	values["sandboxWritablePaths"] = list(s.SandboxWritablePaths, "the toolchain homes only")
 	values["allowedTools"] = list(rules(s.ToolLists.Allow), "none")
 	values["disallowedTools"] = list(rules(s.ToolLists.Deny), "none")
+}
+
+// sandboxReach says what a contained command may write and whether it
+// has the network, for the sandbox line of dsh config and of a run.
+func sandboxReach(s Settings) string {
+	net := "network on"
+	if !s.SandboxNetwork {
+		net = "network off"
+	}
+	if s.PermissionMode == string(permission.ModeReadOnly) {
+		return net // the read-only prefix says there are no writes
+	}
+	w := "writes: the workspace, the session's /tmp, the toolchain homes"
+	if n := len(s.SandboxWritablePaths); n > 0 {
+		w += fmt.Sprintf(" and %d more (sandboxWritablePaths)", n)
+	}
+	return w + "; " + net
+}
+
+// runSandboxLine is the first stderr line of a plain, not quiet run: what
+// contains the commands the model runs, or that nothing does.
+func runSandboxLine(rf headless.RunFlags, s Settings, rt *runtime) string {
+	if rf.JSON || rf.Quiet {
+		return ""
+	}
+	return "dsh: sandbox " + sandboxInForceWith(s, rt.sandbox)
 }

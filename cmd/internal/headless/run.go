@@ -41,6 +41,9 @@ type Options struct {
 	// becomes (the model flags given on this command line); a change is
 	// recorded before the task, so later wakes keep it.
 	Reconfigure func(event.Config) event.Config
+	// SandboxLine, when set, is the first stderr line of a plain run once
+	// its session is open: what contains the model's commands.
+	SandboxLine string
 	// Progress configures the default mode's stderr view.
 	Progress ProgressOptions
 }
@@ -121,6 +124,9 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		return code
 	}
 	defer closeSession(sess)
+	if proj == nil && o.SandboxLine != "" {
+		fmt.Fprintln(o.Stderr, o.SandboxLine)
+	}
 
 	if proj != nil {
 		if err := proj.Session(sess.ID(), cwd); err != nil {
