@@ -590,7 +590,8 @@ func TestHeadlessTaskSources(t *testing.T) {
 		want  string
 	}{
 		{"joined positionals", []string{"fix", "the  bug", "now"}, "", "fix the  bug now"},
-		{"positionals win over a pipe", []string{"from", "argv"}, "from the pipe\n", "from argv"},
+		{"positionals are the task, a pipe its context", []string{"from", "argv"}, "from the pipe\n",
+			"from argv\n\nThe input piped to this run (stdin, 14 bytes):\n<stdin>\nfrom the pipe\n</stdin>"},
 		{"pipe without positionals, verbatim", nil, "  indented task\nsecond line\n\n", "  indented task\nsecond line\n\n"},
 		{"lone dash reads the pipe", []string{"-"}, "dash task\n", "dash task\n"},
 		{"after --, a dash-looking word is a task", []string{"--", "--not-a-flag"}, "", "--not-a-flag"},

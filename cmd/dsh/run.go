@@ -33,6 +33,7 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, "Usage: dsh run [flags] [--json] [-c | --session-id ID] [--image PATH]... [TASK...|-]   (alias: dsh --profile headless)\n\n"+
 				"Perform one task and exit. The task is the joined words, or stdin when there are none or the only word is -.\n"+
+				"With words and piped stdin, the piped text (at most 256 KiB) follows the task as context.\n"+
 				"Each --image (PNG, JPEG, GIF or WebP, at most 20 MiB) follows the task in its message; the model must take images.\n"+
 				"Plain runs show progress on stderr and the answer on stdout; --json writes run events to stdout.\n"+
 				"Exit status: 0 when the turn completed, 1 otherwise, 2 for usage errors, 130 after Ctrl-C.\n\nFlags:\n")
@@ -53,11 +54,17 @@ func runCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageFail(err.Error())
 	}
-	isTTY := false
+	isTTY, piped := false, true
 	if f, ok := stdin.(*os.File); ok {
 		isTTY = headless.IsTerminal(f)
+		// A terminal or a device (/dev/null) carries no piped context.
+		fi, err := f.Stat()
+		piped = err == nil && fi.Mode()&os.ModeCharDevice == 0
 	}
 	task, err := headless.ResolveTask(pos, stdin, isTTY)
+	if err == nil && len(pos) > 0 && pos[0] != "-" && piped && !isTTY {
+		task, err = headless.WithPipedContext(task, stdin, stderr)
+	}
 	if err != nil {
 		// Only command-line mistakes exit 2; stdin that cannot be read is
 		// a runner failure like any other (exit 1).

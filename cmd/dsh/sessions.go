@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
+	"github.com/dsh-dev/dsh/cmd/internal/headless"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/store"
 )
@@ -182,8 +184,7 @@ func sessionsList(s *store.Store, f sessionsFlags, rest []string, stdout, stderr
 			printable(in.Header.Cwd), abbreviate(oneLine(in.Title), 60))
 	}
 	if err := tw.Flush(); err != nil {
-		fmt.Fprintf(stderr, "dsh sessions list: %v\n", err)
-		return 1
+		return writeFailed("dsh sessions list", err, stderr)
 	}
 	return 0
 }
@@ -213,8 +214,7 @@ func listJSON(infos []store.Info, stdout, stderr io.Writer) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		fmt.Fprintf(stderr, "dsh sessions list: %v\n", err)
-		return 1
+		return writeFailed("dsh sessions list", err, stderr)
 	}
 	return 0
 }
@@ -287,10 +287,20 @@ func sessionsShow(s *store.Store, f sessionsFlags, rest []string, stdout, stderr
 		writeTranscript(w, h, events)
 	}
 	if w.err != nil {
-		fmt.Fprintf(stderr, "dsh sessions show: %v\n", w.err)
-		return 1
+		return writeFailed("dsh sessions show", w.err, stderr)
 	}
 	return 0
+}
+
+// writeFailed is the exit status of a command whose stdout write failed:
+// a reader that went away (`dsh sessions list | head -1`) ends it quietly
+// as SIGPIPE ends a filter (128+13); any other failure is said.
+func writeFailed(cmd string, err error, stderr io.Writer) int {
+	if errors.Is(err, syscall.EPIPE) {
+		return headless.ExitStdoutClosed
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+	return 1
 }
 
 // errWriter remembers the first write error so the transcript code can

@@ -51,6 +51,11 @@ type Options struct {
 // Run performs one task in a new or adopted session and returns the exit
 // code: 0 exactly when the turn ended completed, else 1.
 func Run(ctx context.Context, rt *core.Runtime, o Options) int {
+	out := &stdoutWatch{w: o.Stdout}
+	if f, ok := o.Stdout.(*os.File); ok {
+		defer watchReaderGone(f, out.readerGone)()
+	}
+	o.Stdout = out
 	var proj *Projector
 	if o.JSON {
 		proj = NewProjector(o.Stdout)
@@ -130,6 +135,9 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 
 	if proj != nil {
 		if err := proj.Session(sess.ID(), cwd); err != nil {
+			if isClosedStdout(err) {
+				return ExitStdoutClosed
+			}
 			return 1
 		}
 	}
@@ -159,9 +167,11 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 		return fail(err.Error())
 	}
 
-	// Cancel the turn when ctx ends (a signal): the turn ends aborted.
+	// Cancel the turn when ctx ends (a signal) or the reader of stdout
+	// goes away: the turn ends aborted.
 	stop := context.AfterFunc(ctx, func() { sess.Cancel(nil) })
 	defer stop()
+	out.OnClose(func() { sess.Cancel(nil) })
 	if prog != nil && prog.tty {
 		tick := time.NewTicker(SpinnerInterval)
 		defer tick.Stop()
@@ -181,7 +191,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	res := t.Result()
 	if proj != nil {
 		_ = proj.Final(res.Text)
-	} else {
+	} else if !out.Closed() {
 		prog.Finish(res.Reason)
 		if res.Text != "" {
 			fmt.Fprintln(o.Stdout, res.Text)
@@ -195,7 +205,10 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 			fmt.Fprintf(o.Stderr, "dsh: session %s (continue it with: dsh run -c, or --session-id %s)\n", sess.ID(), sess.ID())
 		}
 	}
-	if res.Reason.Kind == event.ReasonCompleted {
+	switch {
+	case out.Closed():
+		return ExitStdoutClosed
+	case res.Reason.Kind == event.ReasonCompleted:
 		return 0
 	}
 	return 1
@@ -243,7 +256,7 @@ func projectTurn(sub *core.Subscription, id string, startSeq int64, t *core.Tick
 			}
 		}
 		if proj != nil {
-			if err := proj.Event(n.Event); err != nil {
+			if err := proj.Event(n.Event); err != nil && !isClosedStdout(err) {
 				logger.Warn("event not projected", "type", n.Event.Type, "err", err)
 			}
 		} else {

@@ -1,10 +1,12 @@
 package headless
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/dsh-dev/dsh/cmd/internal/argv"
 )
@@ -86,4 +88,61 @@ func isCharDevice(f *os.File) bool {
 		return false
 	}
 	return fi.Mode()&os.ModeCharDevice != 0
+}
+
+// MaxPipedContext bounds the piped text a task given as words carries to
+// the model: 256 KiB, about 64k tokens.
+const MaxPipedContext = 256 << 10
+
+// stdinWaitNote is how long a run waits for piped stdin's first bytes
+// before it says on stderr what it is waiting for (a parent that keeps
+// stdin open and writes nothing would otherwise look like a hang).
+const stdinWaitNote = 3 * time.Second
+
+// WithPipedContext adds what was piped to stdin to a task given as words
+// (`printf 'ERROR…' | dsh run "explain this log"`), as `claude -p` and
+// `codex exec` do: the task, then the text in a delimited block. Stdin is
+// read to its end, at most MaxPipedContext bytes; a longer input is cut
+// and said so, to the model and on stderr. Empty stdin leaves the task
+// as it is; binary input (a NUL byte) is a usage error. The caller skips
+// this when stdin is a terminal or a device such as /dev/null.
+func WithPipedContext(task string, stdin io.Reader, stderr io.Writer) (string, error) {
+	note := time.AfterFunc(stdinWaitNote, func() {
+		fmt.Fprintf(stderr, "dsh: waiting for piped stdin to end (it joins the task as context; run with </dev/null to give none)\n")
+	})
+	buf := make([]byte, 0, 4096)
+	n, err := stdin.Read(buf[:cap(buf)])
+	note.Stop()
+	buf = buf[:n]
+	if err == nil {
+		rest, rerr := io.ReadAll(io.LimitReader(stdin, MaxPipedContext+1-int64(n)))
+		buf, err = append(buf, rest...), rerr
+	}
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("read piped stdin: %w", err)
+	}
+	if strings.TrimSpace(string(buf)) == "" {
+		return task, nil
+	}
+	if bytes.IndexByte(buf, 0) >= 0 {
+		return "", usageErrorf("stdin holds binary data (a NUL byte); pipe text to a run, or name the file in the task")
+	}
+	cut := len(buf) > MaxPipedContext
+	if cut {
+		buf = buf[:MaxPipedContext]
+		fmt.Fprintf(stderr, "dsh: piped stdin is longer than %d KiB; the model gets its first %d KiB\n", MaxPipedContext>>10, MaxPipedContext>>10)
+	}
+	text := strings.ToValidUTF8(string(buf), "\uFFFD")
+	open, close := "<stdin>", "</stdin>"
+	for i := 2; strings.Contains(text, close); i++ {
+		open, close = fmt.Sprintf("<stdin-%d>", i), fmt.Sprintf("</stdin-%d>", i)
+	}
+	what := fmt.Sprintf("%d bytes", len(buf))
+	if cut {
+		what = fmt.Sprintf("cut: its first %d KiB; the rest was not read", MaxPipedContext>>10)
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return fmt.Sprintf("%s\n\nThe input piped to this run (stdin, %s):\n%s\n%s%s", task, what, open, text, close), nil
 }

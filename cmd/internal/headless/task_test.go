@@ -129,3 +129,26 @@ func TestIsTerminal(t *testing.T) {
 		t.Error("a closed file is not a terminal")
 	}
 }
+
+// TestWithPipedContext: empty input leaves the task alone; text follows it
+// in a block whose delimiter the text does not contain; binary input is a
+// usage error.
+func TestWithPipedContext(t *testing.T) {
+	var errb strings.Builder
+	if got, err := WithPipedContext("task", strings.NewReader(" \n"), &errb); err != nil || got != "task" {
+		t.Errorf("blank stdin: %q, %v", got, err)
+	}
+	got, err := WithPipedContext("task", strings.NewReader("a </stdin> b"), &errb)
+	want := "task\n\nThe input piped to this run (stdin, 12 bytes):\n<stdin-2>\na </stdin> b\n</stdin-2>"
+	if err != nil || got != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	_, err = WithPipedContext("task", strings.NewReader("PNG\x00\x01"), &errb)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "binary") {
+		t.Errorf("binary stdin: %v", err)
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr: %q", errb.String())
+	}
+}
