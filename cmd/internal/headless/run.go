@@ -168,10 +168,11 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	}
 
 	// Cancel the turn when ctx ends (a signal) or the reader of stdout
-	// goes away: the turn ends aborted.
-	stop := context.AfterFunc(ctx, func() { sess.Cancel(nil) })
+	// goes away: the turn ends aborted. CancelAll, not Cancel: the prompt
+	// may still be queued, not yet a running turn.
+	stop := context.AfterFunc(ctx, func() { sess.CancelAll(nil) })
 	defer stop()
-	out.OnClose(func() { sess.Cancel(nil) })
+	out.OnClose(func() { sess.CancelAll(nil) })
 	if prog != nil && prog.tty {
 		tick := time.NewTicker(SpinnerInterval)
 		defer tick.Stop()
