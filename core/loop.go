@@ -469,6 +469,8 @@ type outcome struct {
 	code string // error code for the tool/result error field, "" if none
 	// instr are the nested instruction files appended to res.
 	instr []event.InstructionFile
+	// took is how long the call ran (0 for one decided without running).
+	took time.Duration
 }
 
 // prepared is a call that passed validation and the gate.
@@ -643,6 +645,7 @@ func (s *Session) execute(ctx context.Context, turn int, p *prepared, caps model
 		o.res.Content = append(o.res.Content, event.Text(text))
 		o.instr = files
 	}
+	o.took = time.Since(start)
 	return o
 }
 
@@ -662,6 +665,9 @@ func (s *Session) commitResult(turn, step int, c model.ToolCall, o outcome, call
 		tr.Error = &event.ToolErrorInfo{Name: "ToolError", Code: o.code}
 	}
 	tr.Instructions = o.instr
+	if o.took > 0 {
+		tr.DurationMs = max(o.took.Milliseconds(), 1)
+	}
 	if o.res.Meta != nil {
 		if raw, err := json.Marshal(o.res.Meta); err == nil {
 			tr.Meta = raw

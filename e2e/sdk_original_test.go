@@ -27,7 +27,7 @@ var oursOnly = map[string][]string{
 	"*":                 {"usage.totalTokens", "data.usage.totalTokens", "data.chunk.usage.totalTokens"},
 	"assistant/message": {"data.finishReason", "data.cost"},
 	"tool/call":         {"data.facts"},
-	"tool/result":       {"data.meta"},
+	"tool/result":       {"data.meta", "data.durationMs"},
 }
 
 // dsh records request/context as the original does, when it is first used

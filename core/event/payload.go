@@ -362,6 +362,10 @@ type ToolResult struct {
 	// context message's chain) appended to this result, shown once a
 	// session.
 	Instructions []InstructionFile `json:"instructions,omitempty"`
+	// DurationMs is how long the call itself ran, from its start to its
+	// result (ours: calls of a batch are committed together, so their
+	// events' times cannot tell). Absent for a call that did not run.
+	DurationMs int64 `json:"durationMs,omitempty"`
 }
 
 // Result returns the tool-result block of r, or a zero block.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ type Progress struct {
 
 type callLine struct {
 	name    string
-	started time.Time
+	started time.Time // when the call was allowed to run (else committed)
+	running bool
 }
 
 type usageSum struct {
@@ -184,10 +186,10 @@ func (p *Progress) Event(ev event.Event) {
 				p.delegated[d.CallID] = strings.TrimPrefix(argSummary(name, d.Arguments), ": ")
 			}
 			p.line("%s %s%s", p.mark("→", "36"), printableName(name), argSummary(name, d.Arguments))
-			p.waitFor("running " + printableName(name))
 		}
 	case event.TypePermissionDecision:
 		p.permission(ev)
+		p.waitFor(p.runningLabel())
 	case event.TypeToolResult:
 		p.result(ev)
 	case event.TypeSubagentProgress:
@@ -259,9 +261,33 @@ func (p *Progress) attempt(ev event.Event) {
 	p.line("%s", what)
 }
 
+// runningLabel names the calls running now: a call runs from the
+// decision that allowed it to its result (the calls of a step are
+// committed together, then run batch by batch).
+func (p *Progress) runningLabel() string {
+	var names []string
+	for _, c := range p.calls {
+		if c.running && !slices.Contains(names, printableName(c.name)) {
+			names = append(names, printableName(c.name))
+		}
+	}
+	if len(names) == 0 {
+		return "thinking"
+	}
+	slices.Sort(names)
+	return "running " + strings.Join(names, ", ")
+}
+
 func (p *Progress) permission(ev event.Event) {
 	d, err := event.Decode[event.PermissionDecision](ev)
-	if err != nil || d.Decision == "allow" {
+	if err != nil {
+		return
+	}
+	if d.Decision == "allow" {
+		if c, ok := p.calls[d.CallID]; ok {
+			c.started, c.running = p.now(), true
+			p.calls[d.CallID] = c
+		}
 		return
 	}
 	p.denied[d.CallID] = true
@@ -280,13 +306,16 @@ func (p *Progress) result(ev event.Event) {
 	b := d.Result()
 	c, ok := p.calls[b.ToolCallID]
 	delete(p.calls, b.ToolCallID)
-	if len(p.calls) == 0 {
-		p.waitFor("thinking")
-	}
+	p.waitFor(p.runningLabel())
 	if p.denied[b.ToolCallID] || !ok {
 		return
 	}
+	// The call's own run time, as recorded; the calls of a batch are
+	// committed together, so the view's clock would time them all alike.
 	took := seconds(p.now().Sub(c.started))
+	if d.DurationMs > 0 {
+		took = seconds(time.Duration(d.DurationMs) * time.Millisecond)
+	}
 	if !b.IsError {
 		p.line("  %s %s · %s", p.mark("✓", "32"), printableName(c.name), took)
 		return
