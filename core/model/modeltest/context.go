@@ -42,11 +42,22 @@ func (s *Server) SetContextLimit(tokens int64) {
 	s.contextLimit = tokens
 }
 
+// WithMaxTokensCounted makes the context limit count a request's
+// max_tokens with its prompt, as DeepSeek does: a request whose prompt fits
+// but whose prompt plus max_tokens does not is refused, naming both shares.
+func WithMaxTokensCounted() Option {
+	return func(s *Server) { s.countMaxTokens = true }
+}
+
 // ContextLimitReply is DeepSeek's answer to a request over the window.
 func ContextLimitReply(limit, requested int64) Reply {
+	return contextLimitReply(limit, requested, 0)
+}
+
+func contextLimitReply(limit, prompt, completion int64) Reply {
 	return ErrorReply(http.StatusBadRequest, fmt.Sprintf(
-		"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, 0 in the completion). "+
-			"Please reduce the length of the messages or completion.", limit, requested, requested))
+		"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). "+
+			"Please reduce the length of the messages or completion.", limit, prompt+completion, prompt, completion))
 }
 
 // IsCompaction reports whether req is a compaction's summary call: its

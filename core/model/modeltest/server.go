@@ -67,6 +67,9 @@ type Server struct {
 	// contextLimit, when positive, is the window requests must fit
 	// (WithContextLimit); cache holds the prefixes of recent requests.
 	contextLimit int64
+	// countMaxTokens counts max_tokens against contextLimit, as DeepSeek
+	// does (WithMaxTokensCounted).
+	countMaxTokens bool
 	cache        [][]byte
 }
 
@@ -285,9 +288,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	picked := false
 	if decodeErr == nil {
 		s.measureCache(req)
-		if s.contextLimit > 0 && req.PromptTokens > s.contextLimit {
+		completion := int64(0)
+		if s.countMaxTokens && req.Body.MaxTokens != nil {
+			completion = int64(*req.Body.MaxTokens)
+		}
+		if s.contextLimit > 0 && req.PromptTokens+completion > s.contextLimit {
 			req.Refused = true
-			reply, picked, responder = ContextLimitReply(s.contextLimit, req.PromptTokens), true, nil
+			reply, picked, responder = contextLimitReply(s.contextLimit, req.PromptTokens, completion), true, nil
 		}
 	}
 	if responder == nil && decodeErr == nil && !picked {
