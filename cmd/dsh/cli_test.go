@@ -49,6 +49,10 @@ func TestConfigErrorsInWords(t *testing.T) {
 		{`{"zzzzzzzzzz": 1}`, `unknown key "zzzzzzzzzz" (known keys: `},
 		{`{"stepCap": 0}`, `step cap must be at least 1, got 0 from config file`},
 		{`{"permissionMode": "yolo"}`, `unknown permission mode "yolo" from config file`},
+		{`{"mcpServers": {"gh": {"command": "x", "agrs": ["-y"]}}}`, `mcpServers.gh: unknown key "agrs" (did you mean "args"?)`},
+		{`{"mcpServers": {"docs": {"url": "http://x", "header": {}}}}`, `mcpServers.docs: unknown key "header" (did you mean "headers"?)`},
+		{`{"prices": {"m": {"currency": "USD", "input_cache_hit": 1}}}`, `prices.m: unknown key "input_cache_hit" (did you mean "inputCacheHit"? keys are camelCase)`},
+		{`{"subagents": {"default": "x", "claude": {"protocol": "acp", "comand": ["c"]}}}`, `subagents.claude: unknown key "comand" (did you mean "command"?)`},
 	} {
 		code, _, stderr := invoke(t, "config", "--config", writeConfig(t, tc.body))
 		if code != 2 || !strings.Contains(stderr, tc.want) {

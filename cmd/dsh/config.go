@@ -113,6 +113,11 @@ func parseConfig(path string, data []byte) (fileConfig, error) {
 			return fc, fmt.Errorf("config file %s: %s", path, msg)
 		}
 	}
+	for _, k := range names {
+		if msg := unknownEntryKey(k, raw[k]); msg != "" {
+			return fc, fmt.Errorf("config file %s: %s", path, msg)
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
@@ -123,6 +128,54 @@ func parseConfig(path string, data []byte) (fileConfig, error) {
 		return fc, fmt.Errorf("config file %s: %w", path, err)
 	}
 	return fc, nil
+}
+
+// entryKeys are the keys of each entry of the config's objects of named
+// entries: an MCP server (core/mcp's file entry), a model's prices
+// (core.Price), a subagent provider (subagent's entry). "subagents" also
+// holds "default", a provider name.
+var entryKeys = map[string][]string{
+	"mcpServers": {"type", "command", "args", "env", "url", "headers", "disabled"},
+	"prices":     {"currency", "inputCacheHit", "inputCacheMiss", "output"},
+	"subagents":  {"protocol", "command", "env", "cwd", "pool", "idleTimeout"},
+}
+
+// unknownEntryKey explains a key inside an entry of mcpServers, prices or
+// subagents that the entry does not take, with the same did-you-mean as
+// the top level ("mcpServers.github: unknown key "agrs" (did you mean
+// "args"?)"), or returns "". Values that are not objects are left to the
+// parsers of those settings, which say what they want.
+func unknownEntryKey(setting string, raw json.RawMessage) string {
+	known, ok := entryKeys[setting]
+	if !ok {
+		return ""
+	}
+	var entries map[string]json.RawMessage
+	if json.Unmarshal(raw, &entries) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(entries[n], &fields) != nil {
+			continue
+		}
+		keys := make([]string, 0, len(fields))
+		for k := range fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if msg := unknownKey(k, known); msg != "" {
+				return fmt.Sprintf("%s.%s: %s", setting, n, msg)
+			}
+		}
+	}
+	return ""
 }
 
 // unknownKey explains a key that is not a setting, or returns "".
