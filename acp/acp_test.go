@@ -147,7 +147,7 @@ func TestPromptText(t *testing.T) {
 		t.Errorf("available_commands_update went out before the session/new response")
 	}
 	cmds := h.cl.got(ns.SessionId)[0].AvailableCommandsUpdate
-	if cmds == nil || len(cmds.AvailableCommands) != 4 || cmds.AvailableCommands[0].Name != "init" || cmds.AvailableCommands[1].Name != "mcp" ||
+	if cmds == nil || len(cmds.AvailableCommands) != 5 || cmds.AvailableCommands[0].Name != "init" || cmds.AvailableCommands[1].Name != "mcp" ||
 		cmds.AvailableCommands[2].Name != "permissions" || cmds.AvailableCommands[3].Name != "compact" {
 		t.Fatalf("commands = %+v", cmds)
 	}

@@ -73,3 +73,12 @@ func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.Content
 	}
 	return nil, sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true, nil
 }
+
+// rewindNotice is the short agent message that shows, in a replay, where
+// the session was rewound (the rewound turns themselves are left out).
+func rewindNotice(rw event.Rewind) string {
+	if rw.Undo {
+		return fmt.Sprintf("\n\n*Undid the rewind to before turn %d (%s).*\n\n", rw.Turn, rw.Scope)
+	}
+	return fmt.Sprintf("\n\n*Rewound to before turn %d (%s): %d file(s) restored.*\n\n", rw.Turn, rw.Scope, rw.ChangeCount)
+}

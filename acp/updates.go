@@ -99,7 +99,11 @@ func (p *projector) replay(ctx context.Context) error {
 		var notes []func()
 		p.cost, p.costCurrency, p.lastUsage = 0, "", nil // recomputed from the whole history
 		var all []sdk.SessionUpdate
+		rewound := core.Rewound(evs) // a load shows the conversation as rewound
 		for _, ev := range evs {
+			if rewound.Hidden(ev.Seq) {
+				continue
+			}
 			ups, note := p.project(ev, true)
 			all = append(all, ups...)
 			if note != nil {
@@ -203,7 +207,20 @@ func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, f
 		if err != nil {
 			return p.bad(ev, err)
 		}
+		if cp.Trigger == event.CompactRewind {
+			return nil, nil // the session/rewind before it is shown
+		}
 		return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(compactionNotice(cp))}, nil
+
+	case event.TypeRewind:
+		if !replay {
+			return nil, nil // /rewind answered with what it did
+		}
+		rw, err := event.Decode[event.Rewind](ev)
+		if err != nil {
+			return p.bad(ev, err)
+		}
+		return []sdk.SessionUpdate{sdk.UpdateAgentMessageText(rewindNotice(rw))}, nil
 
 	case event.TypeCompactionTrim:
 		tr, err := event.Decode[event.CompactionTrim](ev)

@@ -36,6 +36,11 @@ func builtinCommands() *Commands {
 		Description: "Summarise the conversation so far to free the context window",
 		Hint:        "what the summary should focus on (optional)",
 		Run:         runCompact,
+	}, {
+		Name:        "rewind",
+		Description: "Go back to before a turn: files and conversation (no argument: list the turns; undo: undo the last rewind)",
+		Hint:        "N [files|conversation] [force], or undo",
+		Run:         runRewind,
 	}} {
 		if err := c.Add(cmd); err != nil {
 			panic(err) // the built-ins are fixed: a bad one is a programming error

@@ -55,7 +55,7 @@ func TestCommandsRegistry(t *testing.T) {
 	for _, c := range s.Commands() {
 		names = append(names, c.Name)
 	}
-	if got, want := strings.Join(names, " "), "init mcp permissions compact echo zz-echo"; got != want {
+	if got, want := strings.Join(names, " "), "init mcp permissions compact rewind echo zz-echo"; got != want {
 		t.Errorf("commands %q, want %q", got, want)
 	}
 	res, err := s.RunCommand(context.Background(), "echo", "hi there")

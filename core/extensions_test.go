@@ -250,7 +250,7 @@ func TestCommandFiles(t *testing.T) {
 				t.Errorf("fix: %+v", c)
 			}
 		}
-		if !slices.Equal(names, []string{"init", "mcp", "permissions", "compact", "fix", "status"}) {
+		if !slices.Equal(names, []string{"init", "mcp", "permissions", "compact", "rewind", "fix", "status"}) {
 			t.Fatalf("commands %v", names)
 		}
 		res, err := s.RunCommand(context.Background(), "fix", "42")

@@ -58,6 +58,9 @@ type RewindRequest struct {
 type RewindResult struct {
 	event.Rewind
 	Seq int64
+	// LastSeq is the seq of the last event the rewind committed (its
+	// conversation checkpoint, when the conversation was in scope).
+	LastSeq int64 `json:"-"`
 }
 
 // planFile is where a rewind writes what it is about to do before doing
@@ -186,7 +189,7 @@ func (s *Session) planRewind(ctx context.Context, tl *timeline, evs []event.Even
 		case t.Rewound:
 			return nil, fmt.Errorf("%w: turn %d was rewound already (undo that rewind to bring it back)", ErrBadInput, req.Turn)
 		}
-		rw.FromSeq, convBefore = t.Seq, t.Seq
+		rw.FromSeq, convBefore = t.from, t.from
 		if i, ok := tl.starts[req.Turn]; ok {
 			target, from = tl.marks[i].roots, i
 		}
@@ -433,7 +436,7 @@ func (s *Session) finishRewind(ctx context.Context, p *rewindPlan, fresh bool) (
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.rt.log.Warn("rewind plan not removed", "session", s.id, "err", err)
 	}
-	return &RewindResult{Rewind: p.Rewind, Seq: committed[0].Seq}, nil
+	return &RewindResult{Rewind: p.Rewind, Seq: committed[0].Seq, LastSeq: committed[len(committed)-1].Seq}, nil
 }
 
 // repairRewind finishes a rewind a crash cut short: its plan is on disk

@@ -315,10 +315,10 @@ func (s *Subscription) read(ss *Session, f *follow, until int64) []Notice {
 	if len(evs) == 0 {
 		return nil
 	}
+	// More may wait even after a short read: a cursor behind a checkpoint
+	// serves the part read from the log, up to the checkpoint, on its own.
 	s.mu.Lock()
-	if len(evs) == max {
-		f.dirty = true
-	}
+	f.dirty = true
 	s.mu.Unlock()
 	out := make([]Notice, len(evs))
 	for i, ev := range evs {

@@ -17,6 +17,10 @@ type TurnInfo struct {
 	// Files: a snapshot of the workspace at its start exists, so a rewind
 	// to before it can restore files.
 	Files bool `json:"files"`
+	// from is where a rewind to before the turn starts hiding: the
+	// receipt of its prompt when that came after the previous turn ended,
+	// else its turn/start.
+	from int64
 }
 
 // seqRange is the seqs [from, to).
@@ -102,14 +106,28 @@ type rewindAt struct {
 
 func scanTimeline(events []event.Event) *timeline {
 	tl := &timeline{starts: map[int]int{}, errs: map[int]string{}, hidden: Rewound(events)}
-	open := -1 // index in turns of the turn whose prompt is not yet seen
+	open := -1           // index in turns of the turn whose prompt is not yet seen
+	receipt := int64(-1) // the first prompt receipt since the last turn ended
 	for _, ev := range events {
 		switch ev.Type {
+		case event.TypeInboxSpliced:
+			if receipt < 0 {
+				if d, err := event.Decode[event.InboxSpliced](ev); err == nil && len(d.Inserted) > 0 {
+					receipt = ev.Seq
+				}
+			}
+		case event.TypeTurnEnd:
+			receipt = -1
 		case event.TypeTurnStart:
 			if d, err := event.Decode[event.TurnStart](ev); err == nil {
-				tl.turns = append(tl.turns, TurnInfo{Turn: d.Turn, Seq: ev.Seq, Rewound: tl.hidden.Hidden(ev.Seq)})
+				from := ev.Seq
+				if receipt >= 0 {
+					from = receipt
+				}
+				tl.turns = append(tl.turns, TurnInfo{Turn: d.Turn, Seq: ev.Seq, Rewound: tl.hidden.Hidden(ev.Seq), from: from})
 				open = len(tl.turns) - 1
 			}
+			receipt = -1
 		case event.TypeUserMessage:
 			if open >= 0 {
 				if m, err := event.Decode[event.Message](ev); err == nil {

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/store"
+	"github.com/dsh-dev/dsh/sdkrpc/client"
+	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
 
 // rewindScript: turn 1 writes one.txt with the write tool; turn 2 runs a
@@ -192,4 +195,35 @@ func sessionLogPath(t *testing.T, w *world, id string) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, "session.jsonl")
+}
+
+// TestRewindSDK: session/rewind is announced in initialize and rewinds a
+// stored session, answering what it restored; undo puts it back.
+func TestRewindSDK(t *testing.T) {
+	w, id := rewindWorld(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, init, err := client.Start(ctx, sdkConfig(w), protocol.InitializeParams{Cwd: w.Cwd, Provider: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeSDK(t, c) })
+	if caps := init.Capabilities; caps == nil || !caps.Rewind {
+		t.Fatalf("initialize capabilities %+v", caps)
+	}
+	sess := c.Session(id)
+	if _, err := sess.Rewind(ctx, protocol.SessionRewindParams{Turn: 9}); err == nil || !strings.Contains(err.Error(), "no turn 9") {
+		t.Fatalf("rewind to a missing turn: %v", err)
+	}
+	res, err := sess.Rewind(ctx, protocol.SessionRewindParams{Turn: 2, Scope: "files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Turn != 2 || res.Scope != "files" || res.ChangeCount != 4 || readWS(t, w, "keep.txt") != "original\n" {
+		t.Fatalf("result %+v; keep.txt %q", res.Rewind, readWS(t, w, "keep.txt"))
+	}
+	if res, err = sess.Rewind(ctx, protocol.SessionRewindParams{Undo: true}); err != nil || !res.Undo || readWS(t, w, "keep.txt") != "changed\n" {
+		t.Fatalf("undo: %+v, %v", res, err)
+	}
+	pxClose(t, c)
 }

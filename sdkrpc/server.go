@@ -333,6 +333,11 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 			return nil, err
 		}
 		return s.compact(ctx, c.Params)
+	case protocol.MethodSessionRewind:
+		if err := afterPrompts(ctx, c); err != nil {
+			return nil, err
+		}
+		return s.rewind(ctx, c.Params)
 	}
 	if c.Notif {
 		return nil, nil
@@ -411,7 +416,7 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	return protocol.InitializeResult{
 		ServerInfo:      protocol.ServerInfo{Name: protocol.ServerName, Version: s.opts.Version},
 		ProtocolVersion: protocol.ProtocolVersion,
-		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true, Compact: true},
+		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true, Compact: true, Rewind: true},
 	}, nil
 }
 
@@ -583,8 +588,8 @@ func (s *Server) onRead(c *dispatch.Call) any {
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 		o.own = make(chan struct{})
 		s.lastPrompt[o.sessionID] = o.own
-	case protocol.MethodSessionCancel, protocol.MethodSessionClose, protocol.MethodSessionCompact:
-		// A cancel, close or compact acts on the prompts written before it.
+	case protocol.MethodSessionCancel, protocol.MethodSessionClose, protocol.MethodSessionCompact, protocol.MethodSessionRewind:
+		// A cancel, close, compact or rewind acts on the prompts written before it.
 		o.sessionID = sessionIDOf(c.Params)
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 	}

@@ -113,6 +113,15 @@ func (s *Session) Compact(ctx context.Context, focus string) (protocol.SessionCo
 	return res, err
 }
 
+// Rewind takes the session back to before a turn, or undoes the last
+// rewind (our session/rewind); the answer says what was restored.
+func (s *Session) Rewind(ctx context.Context, p protocol.SessionRewindParams) (protocol.SessionRewindResult, error) {
+	var res protocol.SessionRewindResult
+	p.SessionID = s.id
+	err := s.c.Request(ctx, protocol.MethodSessionRewind, p, &res)
+	return res, err
+}
+
 // Events returns the session's events from the moment it is called, as an
 // iterator to range over once: the live stream (Event.TextDelta,
 // Event.ReasoningDelta, Event.Stop) and every committed event, as they

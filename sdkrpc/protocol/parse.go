@@ -143,6 +143,32 @@ func ParseSessionCompactParams(raw json.RawMessage) (SessionCompactParams, error
 	return p, nil
 }
 
+// ParseSessionRewindParams decodes the params of session/rewind: a turn
+// (a whole number from 1) or undo, never both.
+func ParseSessionRewindParams(raw json.RawMessage) (SessionRewindParams, error) {
+	var p SessionRewindParams
+	id, err := ParseSessionIDParams(MethodSessionRewind, raw)
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("%s params: %v", MethodSessionRewind, err)
+	}
+	p.SessionID = id
+	switch {
+	case p.Undo && p.Turn != 0:
+		return p, fmt.Errorf("%s: give turn or undo, not both", MethodSessionRewind)
+	case !p.Undo && p.Turn < 1:
+		return p, fmt.Errorf("%s turn must be a whole number from 1 (or undo: true)", MethodSessionRewind)
+	}
+	switch p.Scope {
+	case "", "all", "files", "conversation":
+	default:
+		return p, fmt.Errorf("%s scope %q: want all, files or conversation", MethodSessionRewind, p.Scope)
+	}
+	return p, nil
+}
+
 // ImageMimeTypes are the image MIME types a prompt may carry (the
 // original's list).
 var ImageMimeTypes = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}

@@ -27,6 +27,9 @@ const (
 	MethodSessionClose = "session/close"
 	// MethodSessionCompact is ours: compact a session's history now.
 	MethodSessionCompact = "session/compact"
+	// MethodSessionRewind is ours: take a session back to before a turn,
+	// or undo the last rewind.
+	MethodSessionRewind = "session/rewind"
 )
 
 // MethodRequestPermission is ours, a server → client request asking the host
@@ -92,6 +95,7 @@ type ServerCapabilities struct {
 	Close       bool `json:"close"`       // session/close
 	Permissions bool `json:"permissions"` // session/request_permission when the host opts in
 	Compact     bool `json:"compact"`     // session/compact
+	Rewind      bool `json:"rewind"`      // session/rewind
 }
 
 // InitializeResult is the result of initialize. The original sends only
@@ -143,6 +147,26 @@ type SessionCompactResult struct {
 	TokensBefore     int64 `json:"tokensBefore"`
 	TokensAfter      int64 `json:"tokensAfter"`
 	ReplacedMessages int   `json:"replacedMessages"`
+}
+
+// SessionRewindParams are the params of session/rewind (ours): rewind to
+// before Turn in Scope (all | files | conversation; default all), or
+// with Undo undo the last rewind. Force overwrites files changed outside
+// the agent.
+type SessionRewindParams struct {
+	SessionID string `json:"sessionId"`
+	Turn      int    `json:"turn,omitempty"`
+	Scope     string `json:"scope,omitempty"`
+	Undo      bool   `json:"undo,omitempty"`
+	Force     bool   `json:"force,omitempty"`
+}
+
+// SessionRewindResult is the answer of session/rewind, sent once the files
+// are restored and the rewind committed: the session/rewind event's
+// payload (what was restored) and its seq.
+type SessionRewindResult struct {
+	event.Rewind
+	Seq int64 `json:"seq"`
 }
 
 // SessionEventParams is the payload of session.event: one committed event
