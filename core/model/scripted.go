@@ -55,7 +55,7 @@ type Script struct {
 	ChunkRunes    int    `json:"chunkRunes,omitempty"`
 	ContextWindow int64  `json:"contextWindow,omitempty"`
 	// Summary is how the script answers a compaction's summary call
-	// (tool_choice "none"); such a call never consumes a step. Omitted, the
+	// (Request.Summary); such a call never consumes a step. Omitted, the
 	// summary is a generated line.
 	Summary       *ScriptStep          `json:"summary,omitempty"`
 	Steps         []ScriptStep         `json:"steps,omitempty"`
