@@ -249,6 +249,9 @@ func (a *agent) promptContent(ctx context.Context, st *sessState, blocks []sdk.C
 		}
 		for _, im := range images {
 			att, err := st.s.SaveAttachment(im.mime, im.data)
+			if errors.Is(err, core.ErrImageRefused) {
+				return nil, rpcError(codeInvalidParams, "%v", err)
+			}
 			if err != nil {
 				return nil, rpcError(codeInternalError, "saving an image: %v", err)
 			}

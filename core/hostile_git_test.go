@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -147,4 +149,22 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestSaveAttachmentChecksEveryImage: an image a client or server sends
+// passes read's checks: a PNG header claiming 100000x100000 pixels is
+// refused as bad input (ErrImageRefused), not stored.
+func TestSaveAttachmentChecksEveryImage(t *testing.T) {
+	h := newHarness(t, text("done"))
+	s := h.session()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x01\x86\xa0\x00\x01\x86\xa0\x08\x06\x00\x00\x00")
+	png = append(png, crc(png[12:29])...)
+	if _, err := s.SaveAttachment("image/png", png); !errors.Is(err, ErrImageRefused) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func crc(b []byte) []byte {
+	c := crc32.ChecksumIEEE(b)
+	return []byte{byte(c >> 24), byte(c >> 16), byte(c >> 8), byte(c)}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
@@ -682,9 +683,24 @@ func turnText(history []event.Event, turn int) string {
 	return ""
 }
 
+// ErrImageRefused is returned by SaveAttachment for an image that cannot
+// be decoded safely (too many pixels or decoded bytes): a client's bad
+// input, not dsh's failure.
+var ErrImageRefused = errors.New("image refused")
+
 // SaveAttachment stores image bytes in the session's attachment folder,
-// named by content hash, and returns the durable reference.
+// named by content hash, and returns the durable reference. Every image
+// passes the checks of read's (tool.FitImage): bounded decoded size,
+// scaled down to what the model takes — whoever sent it (a client's
+// prompt, an MCP server, a file).
 func (s *Session) SaveAttachment(mediaType string, data []byte) (*event.Attachment, error) {
+	if strings.HasPrefix(mediaType, "image/") && mediaType != "image/gif" {
+		mt, fitted, _, _, _, err := tool.FitImage(mediaType, data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrImageRefused, err)
+		}
+		mediaType, data = mt, fitted
+	}
 	sum := sha256.Sum256(data)
 	hexsum := hex.EncodeToString(sum[:])
 	dir := filepath.Join(s.lg.Dir(), "attachments")
