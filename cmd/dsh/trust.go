@@ -169,7 +169,8 @@ func writeConfigObject(path string, raw map[string]json.RawMessage) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err == nil {
+	_, err = tmp.Write(buf.Bytes())
+	if err == nil {
 		err = tmp.Chmod(mode)
 	}
 	if err == nil {

@@ -167,14 +167,3 @@ func containsRune(rs []rune, r rune) bool {
 	}
 	return false
 }
-
-// boolean reads a true/false value (false when absent or not a boolean).
-func (m meta) boolean(key string) bool {
-	switch v := m[key].(type) {
-	case bool:
-		return v
-	case string:
-		return strings.EqualFold(strings.TrimSpace(v), "true")
-	}
-	return false
-}

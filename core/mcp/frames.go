@@ -31,19 +31,6 @@ type filter struct {
 	dropped func(string)
 }
 
-// filterFrames copies the JSON-RPC messages of a stdio server's stdout to
-// out, one line each, and keeps the connection alive through what would
-// otherwise kill it: a line that is not a JSON-RPC 2.0 message (a banner,
-// a stray log line, valid JSON of another shape) is reported through
-// noise and skipped; a malformed, over-long or over-deep answer to one of
-// our calls is replaced by a JSON-RPC error for that call, so the call
-// fails with a clear message and the server goes on; a tools/list answer
-// loses the entries that do not decode as tools (sanitizeTools). It
-// returns when src ends and closes out.
-func filterFrames(src io.Reader, out *io.PipeWriter, limit int, noise func(string)) {
-	filter{limit: limit, noise: noise}.run(src, out)
-}
-
 func (f filter) run(src io.Reader, out *io.PipeWriter) {
 	limit := f.limit
 	r := bufio.NewReaderSize(src, 64<<10)
