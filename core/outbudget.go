@@ -30,8 +30,10 @@ const (
 func outputMargin(window int64) int64 { return max(window/32, 512) }
 
 // fitOutput sets req.MaxTokens to min(the cap, window − prompt estimate −
-// margin), and at most limit when limit > 0. A provider that sends no
-// max_tokens by default (cap 0) is left alone unless limit is set.
+// margin), and at most limit when limit > 0. The room left is floored at
+// minOutputTokens; the cap is not: a user's --max-tokens 777 is sent as
+// 777. A provider that sends no max_tokens by default (cap 0) is left alone
+// unless limit is set.
 func (s *Session) fitOutput(req *model.Request, cfg event.Config, prov model.Provider, promptTokens int64, limit int) {
 	eff, _ := effectiveConfig(cfg, prov.Caps(cfg.Model))
 	cap := int64(eff.MaxTokens)
@@ -43,7 +45,7 @@ func (s *Session) fitOutput(req *model.Request, cfg event.Config, prov model.Pro
 	}
 	lim := s.limits(prov, cfg)
 	room := lim.window - promptTokens - outputMargin(lim.window)
-	req.MaxTokens = int(max(min(cap, room), minOutputTokens))
+	req.MaxTokens = int(min(cap, max(room, minOutputTokens)))
 }
 
 // promptEstimate is the session's estimate of its next request's prompt.

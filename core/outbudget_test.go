@@ -156,3 +156,14 @@ func TestCompactionKeepsWorkingState(t *testing.T) {
 		t.Fatalf("instruction %q", last)
 	}
 }
+
+// TestSmallCapIsSentAsGiven: the floor on the room left does not raise a
+// cap the user set below it (--max-tokens 777 is sent as 777).
+func TestSmallCapIsSentAsGiven(t *testing.T) {
+	h := newHarness(t, text("one"))
+	h.prov.caps = model.Caps{Efforts: []string{"off", "high"}, ContextWindow: 200_000, DefaultMaxTokens: 777}
+	run(t, h.session(), "hello")
+	if reqs := h.prov.requests(); len(reqs) != 1 || reqs[0].MaxTokens != 777 {
+		t.Fatalf("requests %d, max_tokens %d, want 777", len(reqs), reqs[0].MaxTokens)
+	}
+}
