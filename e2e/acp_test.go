@@ -264,8 +264,21 @@ func (r acpxRun) requests(method string) []acpFrame {
 // directions overlap, so the result's shape tells them apart).
 func (r acpxRun) responseTo(req acpFrame, key string) (acpFrame, bool) {
 	start := slices.IndexFunc(r.Frames, func(f acpFrame) bool { return f.Raw == req.Raw })
+	// The frames carry no direction, and each side numbers its own
+	// requests: a request of the other side's with the same id (the agent's
+	// fs/read_text_file numbered like the client's session/prompt) is
+	// answered first, so its answer is not this one's.
+	others := 0
 	for _, f := range r.Frames[start+1:] {
+		if f.Method != "" && string(f.ID) == string(req.ID) {
+			others++
+			continue
+		}
 		if !f.isResponse() || string(f.ID) != string(req.ID) {
+			continue
+		}
+		if others > 0 {
+			others--
 			continue
 		}
 		if f.Error != nil {
