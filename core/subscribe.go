@@ -64,6 +64,8 @@ type Subscription struct {
 	wake    chan struct{}
 	follows map[*Session]*follow
 	marks   []mark
+	// draining: end once everything published so far is delivered.
+	draining bool
 }
 
 // follow is a subscription's cursor over one session.
@@ -115,6 +117,23 @@ func (s *Subscription) Close() {
 		s.rt.unsubscribe(s)
 	})
 	<-s.fed
+}
+
+// Drain ends the subscription once every notice published before the call
+// is in C (Done then closes; what is in C stays readable), so a reader
+// that must see a process's last events, such as its log, reads to the end
+// before it stops. It does not wait; Close still stops at once.
+func (s *Subscription) Drain() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *Subscription) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
 }
 
 // Subscribe returns a subscription to every session of the runtime, present
@@ -222,6 +241,13 @@ func (s *Subscription) feed() {
 	for {
 		if len(batch) == 0 {
 			batch = s.nextBatch()
+		}
+		if len(batch) == 0 && s.drained() {
+			s.once.Do(func() {
+				close(s.done)
+				s.rt.unsubscribe(s)
+			})
+			return
 		}
 		if len(batch) == 0 {
 			select {

@@ -26,6 +26,10 @@ type eventLogger struct {
 	calls map[string]time.Time
 }
 
+// logDrainGrace bounds how long a stopping event log reads what was
+// committed before the stop.
+const logDrainGrace = 2 * time.Second
+
 // startEventLog subscribes a logger to rt when info logging is on; the
 // returned stop ends it and waits for it. Below info it costs nothing.
 func startEventLog(rt *core.Runtime, log *slog.Logger) (stop func()) {
@@ -38,6 +42,16 @@ func startEventLog(rt *core.Runtime, log *slog.Logger) (stop func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// Log what the sessions committed before the stop, within a
+			// bound: a turn that outlived the shutdown grace may still be
+			// committing.
+			l.sub.Drain()
+			t := time.NewTimer(logDrainGrace)
+			defer t.Stop()
+			select {
+			case <-l.done:
+			case <-t.C:
+			}
 			l.sub.Close()
 			<-l.done
 		})

@@ -35,7 +35,7 @@ func TestEventLogDrainsAtClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l.sub.Close()
+	l.sub.Drain()
 	l.run()
 	if n := strings.Count(out.String(), `msg="turn end"`); n != turns {
 		t.Fatalf("%d of %d turn ends logged", n, turns)
