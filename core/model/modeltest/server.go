@@ -70,7 +70,7 @@ type Server struct {
 	// countMaxTokens counts max_tokens against contextLimit, as DeepSeek
 	// does (WithMaxTokensCounted).
 	countMaxTokens bool
-	cache        [][]byte
+	cache          [][]byte
 }
 
 type convQueue struct {
