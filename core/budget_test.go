@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
@@ -127,7 +128,7 @@ func TestHugeEditEventIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := h.session()
-	if res := run(t, s, "edit it"); res.Reason.Kind != event.ReasonCompleted {
+	if res := runWithin(t, s, "edit it", 3*time.Minute); res.Reason.Kind != event.ReasonCompleted {
 		t.Fatalf("turn %+v", res.Reason)
 	}
 	for _, e := range s.Events() {

@@ -109,13 +109,20 @@ func (h *harness) session() *Session {
 
 func run(t *testing.T, s *Session, prompt string) TurnResult {
 	t.Helper()
+	return runWithin(t, s, prompt, 20*time.Second)
+}
+
+// runWithin is run with its own bound, for a turn whose tools move many
+// megabytes (slow under -race on a loaded machine, not stuck).
+func runWithin(t *testing.T, s *Session, prompt string, bound time.Duration) TurnResult {
+	t.Helper()
 	tk, err := s.Prompt(context.Background(), []event.ContentBlock{event.Text(prompt)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-tk.Done():
-	case <-time.After(20 * time.Second):
+	case <-time.After(bound):
 		t.Fatal("turn did not end")
 	}
 	return tk.Result()
