@@ -741,18 +741,19 @@ type hostAsker struct{ s *Server }
 
 func (a *hostAsker) Ask(ctx context.Context, req core.PermissionRequest) (core.PermissionAnswer, error) {
 	var res protocol.RequestPermissionResult
-	if err := a.s.conn.Call(ctx, protocol.MethodRequestPermission, protocol.NewRequestPermissionParams(req), &res); err != nil {
+	params := protocol.NewRequestPermissionParams(req.SessionID, req.Workspace, protocol.PermissionToolCall{
+		CallID: req.CallID, Tool: req.Tool, Kind: req.Kind, Title: req.Title,
+		Paths: req.Paths, Write: req.Write, Command: req.Command, RawInput: req.RawInput,
+	})
+	if err := a.s.conn.Call(ctx, protocol.MethodRequestPermission, params, &res); err != nil {
 		if ctx.Err() != nil {
 			return core.Cancelled, nil
 		}
 		return "", fmt.Errorf("%w: host did not answer: %v", core.ErrNoAsker, err)
 	}
-	if res.Outcome.Outcome == protocol.OutcomeCancelled {
-		return core.Cancelled, nil
+	ans, err := res.Answer()
+	if err != nil {
+		return core.RejectOnce, nil // an answer we cannot read allows nothing
 	}
-	switch ans := core.PermissionAnswer(res.Outcome.OptionID); ans {
-	case core.AllowOnce, core.AllowAlways, core.RejectOnce, core.RejectAlways:
-		return ans, nil
-	}
-	return core.RejectOnce, nil
+	return core.PermissionAnswer(ans), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/mcp"
+	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/sdkrpc/client"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
@@ -57,7 +58,7 @@ func spawnSDK(ctx context.Context, r *Registry, s spawnSpec) (*sdkChild, error) 
 	cl.OnPermissionRequest(func(h context.Context, p protocol.RequestPermissionParams) (protocol.RequestPermissionResult, error) {
 		ctx, call, stop := c.within(h)
 		defer stop()
-		return protocol.Select(decide(ctx, parent, call, p.Request())), nil
+		return protocol.Select(string(decide(ctx, parent, call, permissionRequest(p)))), nil
 	})
 	return c, nil
 }
@@ -192,4 +193,14 @@ type spawnSpec struct {
 	cwd    string
 	cfg    event.Config
 	parent *core.Session
+}
+
+// permissionRequest is the SDK child's permission request as the parent's
+// gate asks it.
+func permissionRequest(p protocol.RequestPermissionParams) permission.Request {
+	return permission.Request{
+		SessionID: p.SessionID, CallID: p.ToolCall.CallID, Tool: p.ToolCall.Tool, Kind: p.ToolCall.Kind,
+		Paths: p.ToolCall.Paths, Write: p.ToolCall.Write, Command: p.ToolCall.Command,
+		Title: p.ToolCall.Title, Workspace: p.Workspace, RawInput: p.ToolCall.RawInput,
+	}
 }

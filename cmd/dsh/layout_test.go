@@ -47,12 +47,12 @@ func TestDoorsImportNoOtherDoor(t *testing.T) {
 }
 
 // TestDoorsImportOnlyCore enforces ARCHITECTURE.md §4's one API for the doors: the
-// door servers (acp, sdkrpc's server and its framing) import core and the
-// event vocabulary (core/event), nothing deeper in core; core names what
-// they need of permissions, MCP, the store, the sandbox and the tools
-// (core/api.go). The wire vocabulary sdkrpc/protocol and the Go client
-// sdkrpc/client are shared with hosts and the gateway, which do not go
-// through core's runtime, so they are not held to it.
+// door servers (acp, sdkrpc's server, its framing and its wire vocabulary
+// sdkrpc/protocol) import core and the event vocabulary (core/event),
+// nothing deeper in core; core names what they need of permissions, MCP,
+// the store, the sandbox and the tools (core/api.go). sdkrpc/protocol
+// speaks the wire only and imports neither. The Go client sdkrpc/client is
+// a client, not a door: it starts child processes with core/proc.
 func TestDoorsImportOnlyCore(t *testing.T) {
 	const mod = "github.com/dsh-dev/dsh/"
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}",
@@ -61,7 +61,7 @@ func TestDoorsImportOnlyCore(t *testing.T) {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	doors := map[string]bool{mod + "acp": true, mod + "acp/wire": true, mod + "sdkrpc": true,
-		mod + "sdkrpc/dispatch": true, mod + "sdkrpc/ndjson": true}
+		mod + "sdkrpc/dispatch": true, mod + "sdkrpc/ndjson": true, mod + "sdkrpc/protocol": true}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, ":")

@@ -17,7 +17,6 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/sdkrpc/dispatch"
 	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
@@ -427,14 +426,14 @@ func TestClient_ServerToClientRequests(t *testing.T) {
 	var gotReq atomic.Value
 	c.OnPermissionRequest(func(ctx context.Context, p protocol.RequestPermissionParams) (protocol.RequestPermissionResult, error) {
 		gotReq.Store(p)
-		return protocol.Select(permission.AllowOnce), nil
+		return protocol.Select(protocol.OptionAllowOnce), nil
 	})
 	var res protocol.RequestPermissionResult
-	params := protocol.NewRequestPermissionParams(permission.Request{SessionID: "s", CallID: "c1", Tool: "bash", Command: "ls"})
+	params := protocol.NewRequestPermissionParams("s", "", protocol.PermissionToolCall{CallID: "c1", Tool: "bash", Command: "ls"})
 	if err := f.conn.Call(tctx(t), protocol.MethodRequestPermission, params, &res); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := res.Answer(); err != nil || a != permission.AllowOnce {
+	if a, err := res.Answer(); err != nil || a != protocol.OptionAllowOnce {
 		t.Fatalf("%v %v", a, err)
 	}
 	if p := gotReq.Load().(protocol.RequestPermissionParams); p.ToolCall.Command != "ls" {

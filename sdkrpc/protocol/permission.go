@@ -3,16 +3,15 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/dsh-dev/dsh/core/permission"
 )
 
 // The session/request_permission request is ours (the original has no
 // server → client requests). Its shape follows ACP's request_permission so
 // a host that speaks ACP recognises it: the tool call, a list of options,
 // and an outcome naming the chosen option or "cancelled". Option ids are
-// the permission.Answer values, so a host may also answer without reading
-// the list.
+// the runtime's answer names (core.AllowOnce …), so a host may also answer
+// without reading the list. The package speaks the wire only: it imports no
+// runtime package, so a Go host does not link the runtime.
 
 // PermissionToolCall describes the tool call awaiting approval.
 type PermissionToolCall struct {
@@ -58,33 +57,38 @@ type RequestPermissionResult struct {
 	Outcome PermissionOutcome `json:"outcome"`
 }
 
+// The option ids the server offers; Cancelled is the answer of a cancelled
+// request.
+const (
+	OptionAllowOnce    = "allow_once"
+	OptionAllowAlways  = "allow_always"
+	OptionRejectOnce   = "reject_once"
+	OptionRejectAlways = "reject_always"
+	Cancelled          = OutcomeCancelled
+)
+
 // PermissionOptions are the options the server offers, in display order.
 var PermissionOptions = []PermissionOption{
-	{OptionID: string(permission.AllowOnce), Name: "Allow once", Kind: string(permission.AllowOnce)},
-	{OptionID: string(permission.AllowAlways), Name: "Always allow", Kind: string(permission.AllowAlways)},
-	{OptionID: string(permission.RejectOnce), Name: "Reject", Kind: string(permission.RejectOnce)},
-	{OptionID: string(permission.RejectAlways), Name: "Always reject", Kind: string(permission.RejectAlways)},
+	{OptionID: OptionAllowOnce, Name: "Allow once", Kind: OptionAllowOnce},
+	{OptionID: OptionAllowAlways, Name: "Always allow", Kind: OptionAllowAlways},
+	{OptionID: OptionRejectOnce, Name: "Reject", Kind: OptionRejectOnce},
+	{OptionID: OptionRejectAlways, Name: "Always reject", Kind: OptionRejectAlways},
 }
 
-// NewRequestPermissionParams builds the request for one permission.Request.
-func NewRequestPermissionParams(req permission.Request) RequestPermissionParams {
-	return RequestPermissionParams{
-		SessionID: req.SessionID,
-		Workspace: req.Workspace,
-		ToolCall: PermissionToolCall{
-			CallID: req.CallID, Tool: req.Tool, Kind: req.Kind, Title: req.Title,
-			Paths: req.Paths, Write: req.Write, Command: req.Command, RawInput: req.RawInput,
-		},
-		Options: append([]PermissionOption(nil), PermissionOptions...),
-	}
+// NewRequestPermissionParams builds the request for one tool call, with
+// every option.
+func NewRequestPermissionParams(sessionID, workspace string, call PermissionToolCall) RequestPermissionParams {
+	return RequestPermissionParams{SessionID: sessionID, Workspace: workspace, ToolCall: call,
+		Options: append([]PermissionOption(nil), PermissionOptions...)}
 }
 
-// Select is the result choosing answer (use Cancel for permission.Cancelled).
-func Select(answer permission.Answer) RequestPermissionResult {
-	if answer == permission.Cancelled {
+// Select is the result choosing answer, an option id (Cancelled gives
+// Cancel()).
+func Select(answer string) RequestPermissionResult {
+	if answer == Cancelled {
 		return Cancel()
 	}
-	return RequestPermissionResult{Outcome: PermissionOutcome{Outcome: OutcomeSelected, OptionID: string(answer)}}
+	return RequestPermissionResult{Outcome: PermissionOutcome{Outcome: OutcomeSelected, OptionID: answer}}
 }
 
 // Cancel is the "cancelled" result: stop this tool call.
@@ -92,30 +96,20 @@ func Cancel() RequestPermissionResult {
 	return RequestPermissionResult{Outcome: PermissionOutcome{Outcome: OutcomeCancelled}}
 }
 
-// Answer maps the host's result to a permission.Answer; an unknown outcome
-// or option id is an error (the server then treats the host as unable to
-// answer).
-func (r RequestPermissionResult) Answer() (permission.Answer, error) {
+// Answer is the host's choice: one of the option ids, or Cancelled. An
+// unknown outcome or option id is an error (the server then treats the host
+// as unable to answer).
+func (r RequestPermissionResult) Answer() (string, error) {
 	switch r.Outcome.Outcome {
 	case OutcomeCancelled:
-		return permission.Cancelled, nil
+		return Cancelled, nil
 	case OutcomeSelected:
 		for _, o := range PermissionOptions {
 			if o.OptionID == r.Outcome.OptionID {
-				return permission.Answer(o.OptionID), nil
+				return o.OptionID, nil
 			}
 		}
 		return "", fmt.Errorf("session/request_permission: unknown optionId %q", r.Outcome.OptionID)
 	}
 	return "", fmt.Errorf("session/request_permission: unknown outcome %q (want selected or cancelled)", r.Outcome.Outcome)
-}
-
-// Request maps the wire params back to a permission.Request (for hosts and
-// tests).
-func (p RequestPermissionParams) Request() permission.Request {
-	return permission.Request{
-		SessionID: p.SessionID, CallID: p.ToolCall.CallID, Tool: p.ToolCall.Tool, Kind: p.ToolCall.Kind,
-		Paths: p.ToolCall.Paths, Write: p.ToolCall.Write, Command: p.ToolCall.Command,
-		Title: p.ToolCall.Title, Workspace: p.Workspace, RawInput: p.ToolCall.RawInput,
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/permission"
 )
 
 func TestParseInitializeParams_Valid(t *testing.T) {
@@ -213,21 +212,21 @@ func TestIsReceipt(t *testing.T) {
 }
 
 func TestPermissionRoundTrip(t *testing.T) {
-	req := permission.Request{SessionID: "s", CallID: "c", Tool: "bash", Kind: "execute", Command: "rm -rf build",
-		Title: "Run rm", Workspace: "/w", RawInput: json.RawMessage(`{"command":"rm -rf build"}`)}
-	p := NewRequestPermissionParams(req)
+	call := PermissionToolCall{CallID: "c", Tool: "bash", Kind: "execute", Command: "rm -rf build",
+		Title: "Run rm", RawInput: json.RawMessage(`{"command":"rm -rf build"}`)}
+	p := NewRequestPermissionParams("s", "/w", call)
 	b, _ := json.Marshal(p)
 	var back RequestPermissionParams
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if got := back.Request(); got.Command != req.Command || got.CallID != "c" || got.Workspace != "/w" || string(got.RawInput) != string(req.RawInput) {
-		t.Fatalf("%+v", got)
+	if got := back.ToolCall; got.Command != call.Command || got.CallID != "c" || back.Workspace != "/w" || string(got.RawInput) != string(call.RawInput) {
+		t.Fatalf("%+v", back)
 	}
 	if len(back.Options) != 4 || back.Options[0].OptionID != "allow_once" {
 		t.Fatalf("options %+v", back.Options)
 	}
-	for _, a := range []permission.Answer{permission.AllowOnce, permission.AllowAlways, permission.RejectOnce, permission.RejectAlways, permission.Cancelled} {
+	for _, a := range []string{OptionAllowOnce, OptionAllowAlways, OptionRejectOnce, OptionRejectAlways, Cancelled} {
 		if got, err := Select(a).Answer(); err != nil || got != a {
 			t.Errorf("%s → %s %v", a, got, err)
 		}
