@@ -36,20 +36,11 @@ func sessionsCompact(s Settings, f sessionsFlags, rest []string, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh sessions compact: %v\n", err)
 		return 1
 	}
-	logger := newLogger(stderr, s.LogLevel)
-	rt, err := buildRuntime(s, "run", logger)
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
+	ctx, sess, done, ok := resumeStored(s, "compact", id, stderr)
+	if !ok {
 		return 1
 	}
-	defer func() { _ = shutdownRuntime(rt) }()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sess, err := rt.Resume(ctx, id, core.SessionOptions{})
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh sessions compact: %v\n", err)
-		return 1
-	}
+	defer done()
 	c, err := sess.Compact(ctx, strings.Join(rest[1:], " "))
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -65,4 +56,26 @@ func sessionsCompact(s Settings, f sessionsFlags, rest []string, stdout, stderr 
 	fmt.Fprintf(stdout, "compacted session %s: %d messages summarised, about %d tokens before and %d after (window %d)\n",
 		printable(id), c.ReplacedMessages, c.TokensBefore, c.TokensAfter, c.ContextWindow)
 	return 0
+}
+
+// resumeStored builds a runtime and resumes the stored session id for
+// `dsh sessions VERB`, under a context that SIGINT and SIGTERM cancel; done
+// ends both. When ok is false it has said why on stderr.
+func resumeStored(s Settings, verb, id string, stderr io.Writer) (ctx context.Context, sess *core.Session, done func(), ok bool) {
+	rt, err := buildRuntime(s, "run", newLogger(stderr, s.LogLevel))
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh: %v\n", err)
+		return nil, nil, nil, false
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	done = func() {
+		stop()
+		_ = shutdownRuntime(rt)
+	}
+	if sess, err = rt.Resume(ctx, id, core.SessionOptions{}); err != nil {
+		done()
+		fmt.Fprintf(stderr, "dsh sessions %s: %v\n", verb, err)
+		return nil, nil, nil, false
+	}
+	return ctx, sess, done, true
 }

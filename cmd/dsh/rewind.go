@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
@@ -82,19 +78,11 @@ func sessionsRewind(s Settings, f sessionsFlags, rest []string, stdout, stderr i
 		fmt.Fprintf(stderr, "dsh sessions rewind: %v\n", err)
 		return 1
 	}
-	rt, err := buildRuntime(s, "run", newLogger(stderr, s.LogLevel))
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh: %v\n", err)
+	ctx, sess, done, ok := resumeStored(s, "rewind", id, stderr)
+	if !ok {
 		return 1
 	}
-	defer func() { _ = shutdownRuntime(rt) }()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sess, err := rt.Resume(ctx, id, core.SessionOptions{})
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh sessions rewind: %v\n", err)
-		return 1
-	}
+	defer done()
 	if req.Turn == 0 && !req.Undo {
 		return listTurns(sess, f.asJSON, stdout, stderr)
 	}
