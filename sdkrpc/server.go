@@ -338,6 +338,11 @@ func (s *Server) handle(ctx context.Context, c *dispatch.Call) (any, error) {
 			return nil, err
 		}
 		return s.rewind(ctx, c.Params)
+	case protocol.MethodSessionCommands:
+		if err := afterPrompts(ctx, c); err != nil {
+			return nil, err
+		}
+		return s.commands(ctx, c.Params)
 	}
 	if c.Notif {
 		return nil, nil
@@ -416,7 +421,7 @@ func (s *Server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	return protocol.InitializeResult{
 		ServerInfo:      protocol.ServerInfo{Name: protocol.ServerName, Version: s.opts.Version},
 		ProtocolVersion: protocol.ProtocolVersion,
-		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true, Compact: true, Rewind: true},
+		Capabilities:    &protocol.ServerCapabilities{Cancel: true, Close: true, Permissions: true, Compact: true, Rewind: true, Commands: true},
 	}, nil
 }
 
@@ -450,7 +455,7 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) 
 		}
 	}
 	s.mu.Lock()
-	initialized, opts, hostAsks := s.initialized, s.sessCfg, s.hostAsks
+	initialized, opts := s.initialized, s.sessCfg
 	s.mu.Unlock()
 	if !initialized {
 		return nil, protocol.ErrNotInitialized
@@ -475,40 +480,22 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) 
 			return nil, protocol.ImageUnsupportedError(opts.Config.Model)
 		}
 	}
-	if hostAsks {
-		opts.Asker = &hostAsker{s: s}
-	}
-	sess, err := s.rt.GetOrCreate(ctx, p.SessionID, opts)
+	sess, err := s.hostSession(ctx, p.SessionID)
 	if err != nil {
-		if errors.Is(err, core.ErrClosed) {
-			return nil, protocol.ErrShuttingDown
-		}
 		return nil, err
 	}
 	if sess.Closed() {
 		return nil, protocol.DisposedOutsideError(p.SessionID)
 	}
-	content := make([]event.ContentBlock, 0, len(blocks))
-	for i, b := range blocks {
-		if i == 0 && b.Image == nil && b.Block.Type == event.BlockText {
-			// "/name args" naming a command file of the project or user.
-			text, ok, err := sess.ExpandCommand(ctx, b.Block.Text)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				b.Block.Text = text
-			}
+	content, outcome, err := s.promptContent(ctx, sess, blocks)
+	if err != nil {
+		return nil, err
+	}
+	if outcome != nil {
+		if outcome.Seq > 0 {
+			s.waitWritten(ctx, p.SessionID, outcome.Seq)
 		}
-		if b.Image == nil {
-			content = append(content, b.Block)
-			continue
-		}
-		att, err := sess.SaveAttachment(b.Image.MimeType, b.Image.Data)
-		if err != nil {
-			return nil, err
-		}
-		content = append(content, event.ContentBlock{Type: event.BlockImage, Attachment: att})
+		return protocol.SessionPromptResult{Command: outcome}, nil
 	}
 	if sess.Closed() {
 		return nil, protocol.DisposedOutsideError(p.SessionID)
@@ -588,7 +575,8 @@ func (s *Server) onRead(c *dispatch.Call) any {
 		o.prevAdmit = s.lastPrompt[o.sessionID]
 		o.own = make(chan struct{})
 		s.lastPrompt[o.sessionID] = o.own
-	case protocol.MethodSessionCancel, protocol.MethodSessionClose, protocol.MethodSessionCompact, protocol.MethodSessionRewind:
+	case protocol.MethodSessionCancel, protocol.MethodSessionClose, protocol.MethodSessionCompact, protocol.MethodSessionRewind,
+		protocol.MethodSessionCommands:
 		// A cancel, close, compact or rewind acts on the prompts written before it.
 		o.sessionID = sessionIDOf(c.Params)
 		o.prevAdmit = s.lastPrompt[o.sessionID]

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
+	"github.com/dsh-dev/dsh/sdkrpc/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -498,4 +499,67 @@ func TestServer_InitializeMCPServersMustBeAnObject(t *testing.T) {
 	p := newPeer(t, helloScript)
 	p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"cwd":%q,"mcpServers":[1]}}`, p.cwd))
 	p.wantError(`"init"`, "initialize mcpServers must be an object of servers by name")
+}
+
+func TestServer_SlashCommands(t *testing.T) {
+	p := newPeer(t, helloScript)
+	os.MkdirAll(filepath.Join(p.cwd, ".dsh", "commands"), 0o755)
+	os.WriteFile(filepath.Join(p.cwd, ".dsh", "commands", "greet.md"),
+		[]byte("---\ndescription: Greet someone\nargument-hint: NAME\n---\nSay hello to $ARGUMENTS.\n"), 0o644)
+	init := p.initialize("")
+	if !strings.Contains(string(init.Result), `"commands":true`) {
+		t.Fatalf("initialize does not announce commands: %s", init.raw)
+	}
+
+	// The menu, before the session's first prompt.
+	p.send(`{"jsonrpc":"2.0","id":"l","method":"session/commands","params":{"sessionId":"k"}}`)
+	var list protocol.SessionCommandsResult
+	if err := json.Unmarshal(p.response(`"l"`).Result, &list); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]protocol.CommandInfo{}
+	for _, c := range list.Commands {
+		byName[c.Name] = c
+	}
+	if c := byName["greet"]; c.Description != "Greet someone (project)" || c.Hint != "NAME" {
+		t.Fatalf("greet: %+v in %+v", c, list.Commands)
+	}
+	if _, ok := byName["compact"]; !ok || list.Commands[0].Name != "init" {
+		t.Fatalf("built-ins missing or not first: %+v", list.Commands)
+	}
+
+	// A command dsh answers itself: no message is queued, no turn runs.
+	p.send(`{"jsonrpc":"2.0","id":"m","method":"session/prompt","params":{"sessionId":"k","contentBlocks":[{"type":"text","text":"/permissions"}]}}`)
+	var res protocol.SessionPromptResult
+	if err := json.Unmarshal(p.response(`"m"`).Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.MessageID != "" || res.Command == nil || res.Command.Name != "permissions" || !strings.Contains(res.Command.Reply, "permission rules") {
+		t.Fatalf("/permissions answered %+v", res)
+	}
+
+	// A command file expands to the prompt the model reads.
+	p.send(`{"jsonrpc":"2.0","id":"g","method":"session/prompt","params":{"sessionId":"k","contentBlocks":[{"type":"text","text":"/greet bob"}]}}`)
+	res = protocol.SessionPromptResult{}
+	if err := json.Unmarshal(p.response(`"g"`).Result, &res); err != nil || res.MessageID == "" || res.Command != nil {
+		t.Fatalf("/greet answered %+v (%v)", res, err)
+	}
+	user := p.next(func(f frame) bool {
+		return f.Method == "session.event" && strings.Contains(f.raw, `"user/message"`)
+	})
+	if !strings.Contains(user.raw, `Say hello to bob.`) {
+		t.Fatalf("the expanded prompt is not the user message: %s", user.raw)
+	}
+	if strings.Contains(user.raw, "/permissions") {
+		t.Fatalf("the answered command was queued: %s", user.raw)
+	}
+
+	// Text that is no command goes to the model as typed.
+	p.send(`{"jsonrpc":"2.0","id":"u","method":"session/prompt","params":{"sessionId":"k","contentBlocks":[{"type":"text","text":"/nosuch thing"}]}}`)
+	res = protocol.SessionPromptResult{}
+	if err := json.Unmarshal(p.response(`"u"`).Result, &res); err != nil || res.MessageID == "" || res.Command != nil {
+		t.Fatalf("/nosuch answered %+v (%v)", res, err)
+	}
+	p.send(`{"jsonrpc":"2.0","id":"x","method":"session/commands","params":{}}`)
+	p.wantError(`"x"`, "session/commands sessionId must be a non-empty string")
 }

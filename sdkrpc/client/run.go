@@ -20,6 +20,9 @@ type RunResult struct {
 	// Events are the root session's events, from the receipt through the
 	// last event before idle, the live stream included.
 	Events []event.Event
+	// Command is set when the input was a slash command dsh answered
+	// itself (our extension): no turn ran, and FinalResponse is its reply.
+	Command *protocol.CommandOutcome
 	// Notifications are all notifications of the session tree, from the
 	// receipt through the root's session.status idle, in wire order.
 	Notifications []Notification

@@ -70,26 +70,48 @@ func (s *Session) ID() string { return s.id }
 // Prompt enqueues blocks as the session's next user message and returns
 // its message id: an enqueue receipt, not an answer (a turn starts at once
 // when none is running; otherwise the message waits its turn). Read the
-// answer with Events, or use Run.
+// answer with Events, or use Run. A prompt that is one of the session's
+// slash commands dsh answers itself ("/mcp") queues nothing: Prompt then
+// returns "" (Send returns what the command did).
 func (s *Session) Prompt(ctx context.Context, blocks ...Block) (string, error) {
+	res, err := s.Send(ctx, blocks...)
+	return res.MessageID, err
+}
+
+// Send is Prompt returning the whole answer: the message id, or, for a
+// slash command dsh answered itself (our extension), what it did.
+func (s *Session) Send(ctx context.Context, blocks ...Block) (protocol.SessionPromptResult, error) {
+	var out protocol.SessionPromptResult
 	if len(blocks) == 0 {
-		return "", errors.New("client: a prompt needs at least one block")
+		return out, errors.New("client: a prompt needs at least one block")
 	}
 	var res struct {
-		MessageID json.RawMessage `json:"messageId"`
+		MessageID json.RawMessage          `json:"messageId"`
+		Command   *protocol.CommandOutcome `json:"command"`
 	}
 	params := struct {
 		SessionID     string  `json:"sessionId"`
 		ContentBlocks []Block `json:"contentBlocks"`
 	}{s.id, blocks}
 	if err := s.c.Request(ctx, protocol.MethodSessionPrompt, params, &res); err != nil {
-		return "", err
+		return out, err
 	}
-	var id string
-	if json.Unmarshal(res.MessageID, &id) != nil || id == "" {
-		return "", &ProtocolError{Msg: "session/prompt result requires a string messageId"}
+	if res.Command != nil {
+		out.Command = res.Command
+		return out, nil
 	}
-	return id, nil
+	if json.Unmarshal(res.MessageID, &out.MessageID) != nil || out.MessageID == "" {
+		return out, &ProtocolError{Msg: "session/prompt result requires a string messageId"}
+	}
+	return out, nil
+}
+
+// Commands lists the slash commands the session offers (our
+// session/commands), for a menu; send one as a prompt, "/name args".
+func (s *Session) Commands(ctx context.Context) ([]protocol.CommandInfo, error) {
+	var res protocol.SessionCommandsResult
+	err := s.c.Request(ctx, protocol.MethodSessionCommands, protocol.SessionCommandsParams{SessionID: s.id}, &res)
+	return res.Commands, err
 }
 
 // Cancel ends the session's running turn `aborted` (our session/cancel;
@@ -217,11 +239,16 @@ func (s *Session) RunBlocks(ctx context.Context, blocks []Block, opts ...RunOpti
 	res := &RunResult{SessionID: s.id}
 	sub := s.c.SubscribeSessionTree(s.id)
 	defer sub.Close()
-	msgID, err := s.Prompt(ctx, blocks...)
+	sent, err := s.Send(ctx, blocks...)
 	if err != nil {
 		return res, err
 	}
-	res.MessageID = msgID
+	if sent.Command != nil {
+		// A slash command dsh answered: no turn runs.
+		res.Command, res.FinalResponse = sent.Command, sent.Command.Reply
+		return res, nil
+	}
+	res.MessageID = sent.MessageID
 	c := collector{res: res, root: s.id, opts: &o}
 	err = c.collect(ctx, sub)
 	if err == nil || ctx.Err() == nil || !s.c.cancels() {

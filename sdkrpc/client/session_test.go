@@ -203,3 +203,34 @@ func TestBlocks(t *testing.T) {
 		t.Fatal("an empty prompt was sent")
 	}
 }
+
+// commandServer answers session/commands with a menu and a "/mcp" prompt
+// as a command dsh answered itself.
+func commandServer(ctx context.Context, f *fakeServer, call *dispatch.Call) (any, error) {
+	switch call.Method {
+	case protocol.MethodSessionCommands:
+		return protocol.SessionCommandsResult{Commands: []protocol.CommandInfo{{Name: "mcp", Description: "List MCP servers"},
+			{Name: "compact", Description: "Summarise", Hint: "focus"}}}, nil
+	case protocol.MethodSessionPrompt:
+		return protocol.SessionPromptResult{Command: &protocol.CommandOutcome{Name: "mcp", Reply: "No MCP servers."}}, nil
+	}
+	return f.defaultHandle(ctx, call)
+}
+
+func TestSession_CommandsAndACommandPrompt(t *testing.T) {
+	c, _ := newFake(t, Options{}, commandServer)
+	s := c.Session("s")
+	cmds, err := s.Commands(tctx(t))
+	if err != nil || len(cmds) != 2 || cmds[1].Hint != "focus" {
+		t.Fatalf("commands %+v (%v)", cmds, err)
+	}
+	// Run returns at once with the reply: no turn runs for it.
+	res, err := s.Run(tctx(t), "/mcp")
+	if err != nil || res.Command == nil || res.FinalResponse != "No MCP servers." || res.MessageID != "" {
+		t.Fatalf("run /mcp: %+v (%v)", res, err)
+	}
+	id, err := s.Prompt(tctx(t), Text("/mcp"))
+	if err != nil || id != "" {
+		t.Fatalf("prompt /mcp: %q (%v)", id, err)
+	}
+}

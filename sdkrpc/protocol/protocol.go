@@ -30,6 +30,11 @@ const (
 	// MethodSessionRewind is ours: take a session back to before a turn,
 	// or undo the last rewind.
 	MethodSessionRewind = "session/rewind"
+	// MethodSessionCommands is ours: list the slash commands a session
+	// offers (built-ins, the project's and user's command files, MCP
+	// prompts), for a host's menu. A session/prompt whose text is
+	// "/name args" runs one.
+	MethodSessionCommands = "session/commands"
 )
 
 // MethodRequestPermission is ours, a server → client request asking the host
@@ -96,6 +101,7 @@ type ServerCapabilities struct {
 	Permissions bool `json:"permissions"` // session/request_permission when the host opts in
 	Compact     bool `json:"compact"`     // session/compact
 	Rewind      bool `json:"rewind"`      // session/rewind
+	Commands    bool `json:"commands"`    // session/commands, and slash commands in session/prompt
 }
 
 // InitializeResult is the result of initialize. The original sends only
@@ -118,6 +124,42 @@ type SessionPromptParams struct {
 // queued user message, not of any later answer.
 type SessionPromptResult struct {
 	MessageID string `json:"messageId"`
+	// Command (ours) is set when the prompt was one of the session's slash
+	// commands that dsh answered itself (/mcp, /compact...): nothing was
+	// queued, MessageID is "", and this says what the command did. A
+	// command that expands to a prompt (/init, a command file) is queued
+	// as that prompt and answered with its MessageID, without Command.
+	Command *CommandOutcome `json:"command,omitempty"`
+}
+
+// CommandOutcome is what a slash command sent as a prompt did (ours).
+type CommandOutcome struct {
+	Name string `json:"name"`
+	// Reply is the text dsh answers (Markdown), not recorded in the log;
+	// "" when the command has nothing to say.
+	Reply string `json:"reply,omitempty"`
+	// Seq is the last event the command committed (a compaction's
+	// checkpoint), already sent as session.event; 0 when it committed none.
+	Seq int64 `json:"seq,omitempty"`
+}
+
+// SessionCommandsParams are the params of session/commands (ours).
+type SessionCommandsParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// SessionCommandsResult is the answer of session/commands: the commands
+// in the order a menu shows them (built-ins first).
+type SessionCommandsResult struct {
+	Commands []CommandInfo `json:"commands"`
+}
+
+// CommandInfo is one slash command: its name without the slash, a one-line
+// description and, when it takes arguments, a hint describing them.
+type CommandInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Hint        string `json:"hint,omitempty"`
 }
 
 // Empty is the `{}` result of shutdown, session/cancel and session/close.

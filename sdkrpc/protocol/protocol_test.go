@@ -78,7 +78,7 @@ func TestInitializeResult_OriginalShapePlusOurs(t *testing.T) {
 	}
 	b, _ = json.Marshal(InitializeResult{ServerInfo: ServerInfo{Name: ServerName, Version: "1"}, ProtocolVersion: ProtocolVersion,
 		Capabilities: &ServerCapabilities{Cancel: true, Close: true}})
-	if string(b) != `{"serverInfo":{"name":"deepseek-harness-sdk-runtime","version":"1"},"protocolVersion":1,"capabilities":{"cancel":true,"close":true,"permissions":false,"compact":false,"rewind":false}}` {
+	if string(b) != `{"serverInfo":{"name":"deepseek-harness-sdk-runtime","version":"1"},"protocolVersion":1,"capabilities":{"cancel":true,"close":true,"permissions":false,"compact":false,"rewind":false,"commands":false}}` {
 		t.Fatalf("%s", b)
 	}
 }
