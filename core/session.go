@@ -516,9 +516,16 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 	if len(content) == 0 {
 		return nil, fmt.Errorf("%w: empty prompt", ErrBadInput)
 	}
+	attached := s.mentionBlocks(content)
+	n := len(content)
 	content, err := s.promptHooks(ctx, content)
 	if err != nil {
 		return nil, err
+	}
+	if len(attached) > 0 {
+		// The files the prompt names follow its text, before any hook's
+		// context (promptHooks keeps content as a prefix).
+		content = append(append(append([]event.ContentBlock(nil), content[:n]...), attached...), content[n:]...)
 	}
 	t := &Ticket{MessageID: uuid.NewString(), done: make(chan struct{})}
 	t.msg = event.Message{ID: t.MessageID, Role: "user", Content: content, Source: event.Source{Kind: "user"}}
