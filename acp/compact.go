@@ -39,39 +39,41 @@ func plural(n int, what string) string {
 // registry). done says it was answered: resp is the prompt's answer. A
 // command that expands to a prompt (/init) returns the blocks to send in
 // its place; a prompt that is no command returns blocks unchanged.
-func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.ContentBlock) (prompt []sdk.ContentBlock, resp sdk.PromptResponse, done bool, err error) {
+//
+// opts are what a command file asks of the turn its prompt starts.
+func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.ContentBlock) (prompt []sdk.ContentBlock, opts core.PromptOptions, resp sdk.PromptResponse, done bool, err error) {
 	if len(blocks) == 0 || blocks[0].Text == nil {
-		return blocks, resp, false, nil
+		return blocks, opts, resp, false, nil
 	}
 	name, args, ok := core.ParseCommand(blocks[0].Text.Text)
 	if !ok {
-		return blocks, resp, false, nil
+		return blocks, opts, resp, false, nil
 	}
 	res, err := st.s.RunCommand(ctx, name, args)
 	switch {
 	case errors.Is(err, core.ErrUnknownCommand):
-		return blocks, resp, false, nil // not ours: the model reads it
+		return blocks, opts, resp, false, nil // not ours: the model reads it
 	case errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil):
-		return nil, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
-	case errors.Is(err, core.ErrUntrusted) || errors.Is(err, core.ErrHookBlocked):
+		return nil, opts, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
+	case errors.Is(err, core.ErrUntrusted) || errors.Is(err, core.ErrHookBlocked) || errors.Is(err, core.ErrBadInput):
 		resp, err := a.refused(ctx, st, err.Error())
-		return nil, resp, true, err
+		return nil, opts, resp, true, err
 	case err != nil:
-		return nil, resp, true, rpcError(codeInternalError, "/%s failed: %v", name, err)
+		return nil, opts, resp, true, rpcError(codeInternalError, "/%s failed: %v", name, err)
 	case res.Prompt != "":
 		prompt = append([]sdk.ContentBlock{sdk.TextBlock(res.Prompt)}, blocks[1:]...)
-		return prompt, resp, false, nil
+		return prompt, core.PromptOptions{Command: res.Turn}, resp, false, nil
 	}
 	if res.Reply != "" {
 		msg := sdk.UpdateAgentMessageText(res.Reply)
 		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
-			return nil, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
+			return nil, opts, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
 		}
 	}
 	if res.Committed {
 		_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= res.Seq })
 	}
-	return nil, sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true, nil
+	return nil, opts, sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true, nil
 }
 
 // rewindNotice is the short agent message that shows, in a replay, where

@@ -90,7 +90,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
 	}
-	prompt, resp, done, err := a.command(ctx, st, p.Prompt)
+	prompt, popts, resp, done, err := a.command(ctx, st, p.Prompt)
 	if done || err != nil {
 		return resp, err
 	}
@@ -98,7 +98,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
-	ticket, err := st.s.Prompt(context.WithoutCancel(ctx), content)
+	ticket, err := st.s.PromptWith(context.WithoutCancel(ctx), content, popts)
 	if errors.Is(err, core.ErrHookBlocked) {
 		// A UserPromptSubmit hook refused it: the user reads why.
 		return a.refused(ctx, st, "The prompt was not sent: "+strings.TrimPrefix(err.Error(), core.ErrHookBlocked.Error()+": "))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/dsh-dev/dsh/core/event"
 )
 
 // Slash commands are product operations a user types as a whole prompt
@@ -47,6 +49,11 @@ type CommandResult struct {
 	// Prompt, when set, is sent to the model in place of the command text,
 	// as the user's prompt of a normal turn (/init).
 	Prompt string
+	// Turn, with a Prompt, is what the command asks of the turn that
+	// prompt starts (a command file's model and allowed-tools); a door
+	// sends the prompt with Session.PromptWith(…, PromptOptions{Command:
+	// Turn}).
+	Turn *event.CommandTurn
 	// Committed says the command committed events to the session's log
 	// (a compaction's checkpoint); Seq is the last of them. A door shows
 	// them before it answers.

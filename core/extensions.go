@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/ext"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/tool"
@@ -127,8 +128,12 @@ func fileCommands(s *Session) []Command {
 		}
 		out = append(out, Command{Name: c.Name, Description: describeFile(c), Hint: c.ArgumentHint,
 			Run: func(ctx context.Context, s *Session, args string) (CommandResult, error) {
-				p, err := s.expandFile(ctx, c, args)
-				return CommandResult{Prompt: p}, err
+				turn, err := s.commandTurn(c)
+				if err != nil {
+					return CommandResult{}, err
+				}
+				p, err := s.expandFile(ctx, c, args, turn)
+				return CommandResult{Prompt: p, Turn: turn}, err
 			}})
 	}
 	return out
@@ -145,23 +150,26 @@ func describeFile(c ext.Command) string {
 
 // expandFile turns a command file into its prompt. A file with !`cmd`
 // lines runs them only in a trusted project, each through the permission
-// gate as a bash call would go, and fails when one is refused or fails.
-func (s *Session) expandFile(ctx context.Context, c ext.Command, args string) (string, error) {
+// gate as a bash call would go (the command's allowed-tools answering for
+// a person, as they do in its turn), and fails when one is refused or
+// fails.
+func (s *Session) expandFile(ctx context.Context, c ext.Command, args string, turn *event.CommandTurn) (string, error) {
 	var shell func(string) (string, error)
 	if len(ext.ShellLines(c.Body)) > 0 {
 		if !s.ext.trusted {
 			return "", fmt.Errorf("/%s runs shell commands (!-lines in %s): %w; run `dsh trust` in the project to allow them", c.Name, c.Path, ErrUntrusted)
 		}
-		shell = func(cmd string) (string, error) { return s.commandShell(ctx, c.Name, cmd) }
+		shell = func(cmd string) (string, error) { return s.commandShell(ctx, c.Name, cmd, turnGrants(turn)) }
 	}
 	return c.Expand(args, shell)
 }
 
 // commandShell runs one !-line of a command: asked of the permission gate
 // as a bash call, then run as the bash tool runs commands.
-func (s *Session) commandShell(ctx context.Context, name, cmd string) (string, error) {
-	d := s.Decide(ctx, permission.Request{CallID: "command-" + name, Tool: "bash", Kind: string(tool.KindExecute),
-		Command: cmd, Title: "/" + name + ": " + cmd, RawInput: mustJSON(map[string]string{"command": cmd})})
+func (s *Session) commandShell(ctx context.Context, name, cmd string, grants permission.Grants) (string, error) {
+	d := s.decide(ctx, permission.Request{CallID: "command-" + name, Tool: "bash", Kind: string(tool.KindExecute),
+		Command: cmd, Title: "/" + name + ": " + cmd, RawInput: mustJSON(map[string]string{"command": cmd})},
+		func(g *permission.Gate) { g.Turn = grants })
 	if !d.Allow {
 		why := d.Reason
 		if why == "" {

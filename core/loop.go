@@ -47,8 +47,9 @@ func (s *Session) runTurns() {
 			s.commitMu.Unlock()
 			return
 		}
-		claimed := s.inbox
-		s.inbox = nil
+		n := claimable(s.inbox)
+		claimed := s.inbox[:n:n]
+		s.inbox = append([]*Ticket(nil), s.inbox[n:]...)
 		ctx, cancel := context.WithCancelCause(context.Background())
 		s.cancel = cancel
 		s.mu.Unlock()
@@ -82,7 +83,13 @@ func (s *Session) runTurn(ctx context.Context, claimed []*Ticket) TurnResult {
 	}
 
 	s.refreshTools() // MCP tools change at turn boundaries only
-	if _, err := s.emit(event.TypeTurnStart, event.TurnStart{Turn: turn}); err != nil {
+	start := event.TurnStart{Turn: turn, Command: claimed[0].msg.Command}
+	if start.Command != nil {
+		start.Model = start.Command.Model
+	}
+	s.setTurnCommand(start.Command)
+	defer s.setTurnCommand(nil)
+	if _, err := s.emit(event.TypeTurnStart, start); err != nil {
 		return fail(err)
 	}
 	n := len(claimed)
@@ -236,7 +243,7 @@ func effectiveConfig(cfg event.Config, caps model.Caps) (event.Config, *event.Ad
 // runStep makes one model call (with retries) and runs the tools it asked
 // for. A non-nil turnEnd ends the turn; an error is a failure to record.
 func (s *Session) runStep(ctx context.Context, turn, step int, loop *loopDetector) (*turnEnd, error) {
-	cfg := s.Config()
+	cfg := s.turnConfig()
 	prov, err := s.rt.Provider(cfg.Provider)
 	if err != nil {
 		return &turnEnd{event.TurnEndReason{Kind: event.ReasonError, Error: errorInfo(err)}}, nil

@@ -71,6 +71,8 @@ type Session struct {
 	cancel  context.CancelCauseFunc // of the running turn
 	idle    chan struct{}           // closed while idle
 	turn    int                     // last turn number
+	// turnCmd is what the running turn's command asks of it (nil: none).
+	turnCmd *event.CommandTurn
 	closed  bool
 	// closeDone is made by the first Close and closed when it has
 	// finished; closeErr, its result, is written before and read after.
@@ -510,6 +512,10 @@ func (s *Session) inboxFull(size int) string {
 // answers with the message id after Prompt returns has already sent the
 // receipt. A turn starts at once when none is running.
 func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ticket, error) {
+	return s.prompt(ctx, content, PromptOptions{})
+}
+
+func (s *Session) prompt(ctx context.Context, content []event.ContentBlock, opts PromptOptions) (*Ticket, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -528,7 +534,7 @@ func (s *Session) Prompt(ctx context.Context, content []event.ContentBlock) (*Ti
 		content = append(append(append([]event.ContentBlock(nil), content[:n]...), attached...), content[n:]...)
 	}
 	t := &Ticket{MessageID: uuid.NewString(), done: make(chan struct{})}
-	t.msg = event.Message{ID: t.MessageID, Role: "user", Content: content, Source: event.Source{Kind: "user"}}
+	t.msg = event.Message{ID: t.MessageID, Role: "user", Content: content, Source: event.Source{Kind: "user"}, Command: opts.Command}
 
 	s.mu.Lock()
 	if s.closed {
@@ -792,9 +798,19 @@ func (s *Session) Rules() *permission.Rules { return s.rt.rulesFor(s.header.Cwd)
 // Decide runs the session's permission gate for a request (the subagent
 // gateway answers a child's permission requests with its parent's gate).
 func (s *Session) Decide(ctx context.Context, req permission.Request) permission.Decision {
+	return s.decide(ctx, req, nil)
+}
+
+// decide is Decide with the gate adjusted by with (a hook's verdict, a
+// command's grants) when with is not nil.
+func (s *Session) decide(ctx context.Context, req permission.Request, with func(*permission.Gate)) permission.Decision {
 	s.mu.Lock()
-	g := permission.Gate{Mode: s.mode, Rules: s.rt.rulesFor(s.header.Cwd), Asker: s.asker, Lists: s.rt.cfg.ToolLists}
+	g := permission.Gate{Mode: s.mode, Rules: s.rt.rulesFor(s.header.Cwd), Asker: s.asker, Lists: s.rt.cfg.ToolLists,
+		Turn: turnGrants(s.turnCmd)}
 	s.mu.Unlock()
+	if with != nil {
+		with(&g)
+	}
 	if req.Workspace == "" {
 		req.Workspace = s.header.Cwd
 		req.Roots = s.AdditionalDirs()

@@ -332,3 +332,51 @@ func TestACPResourceLinkToMCPResource(t *testing.T) {
 		t.Errorf("the model saw %q", acpShort(got, 600))
 	}
 }
+
+// TestRunCommandModelAndAllowedTools: /fix-issue (the fixture's) names
+// a model and allowed-tools. Its turn runs on that model; once the
+// project is trusted, a listed command runs in ask mode without anyone
+// to ask, and an unlisted one is still refused; the next turn is back
+// on the session's model with nothing granted.
+func TestRunCommandModelAndAllowedTools(t *testing.T) {
+	t.Parallel()
+	// The system prompt names the model, so a turn on another model is
+	// another conversation to the server's prefix checks.
+	srv := modeltest.New(t, modeltest.WithoutChecks(modeltest.CheckPrefix, modeltest.CheckStable))
+	w := claudeWorld(t, srv.Env()...)
+	wantExit(t, w.run(nil, "trust"), 0)
+	listed := modeltest.Call{ID: "c1", Name: "bash", Args: `{"command":"git status --short"}`}
+	unlisted := modeltest.Call{ID: "c2", Name: "bash", Args: `{"command":"echo unlisted"}`}
+	srv.Enqueue(modeltest.ToolCallsReply("", listed, unlisted), modeltest.TextReply("done"))
+	wantExit(t, w.run(nil, "run", "-q", "--permission-mode", "ask", "/fix-issue 7 high"), 0)
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Body.Model != "deepseek-pro" || reqs[1].Body.Model != "deepseek-pro" {
+		t.Fatalf("the command's turn: %d requests, model %q", len(reqs), reqs[0].Body.Model)
+	}
+	if got := toolResult(reqs[1], "c1"); strings.Contains(got, "permission denied") {
+		t.Errorf("the listed command was refused: %q", got)
+	}
+	if got := toolResult(reqs[1], "c2"); !strings.Contains(got, "permission denied") {
+		t.Errorf("the unlisted command was not refused: %q", got)
+	}
+
+	again := modeltest.Call{ID: "c3", Name: "bash", Args: listed.Args}
+	srv.Enqueue(modeltest.ToolCallsReply("", again), modeltest.TextReply("done"))
+	wantExit(t, w.run(nil, "run", "-q", "-c", "--permission-mode", "ask", "check the status"), 0)
+	last := srv.Last()
+	if last.Body.Model != "deepseek-flash" {
+		t.Errorf("the next turn ran on %q", last.Body.Model)
+	}
+	if got := toolResult(last, "c3"); !strings.Contains(got, "permission denied") {
+		t.Errorf("the grant outlived its turn: %q", got)
+	}
+
+	// A command naming a model DeepSeek does not serve is refused before
+	// anything is sent.
+	writeFile(t, filepath.Join(w.Cwd, ".claude", "commands", "gpt.md"), "---\nmodel: gpt-4o\n---\nHello.\n")
+	n := srv.Count()
+	r := w.run(nil, "run", "-q", "/gpt")
+	if r.Code == 0 || !strings.Contains(r.Stderr, `"gpt-4o"`) || srv.Count() != n {
+		t.Errorf("unknown model: exit %d, stderr %q, %d requests", r.Code, r.Stderr, srv.Count()-n)
+	}
+}

@@ -58,8 +58,9 @@ func (s *Server) hostSession(ctx context.Context, id string) (*core.Session, err
 // expands to a prompt (/init, a command file) is sent in its place; one
 // dsh answers itself (/mcp, /compact...) queues nothing and its outcome is
 // returned instead. Text that is no command goes to the model unchanged.
-func (s *Server) promptContent(ctx context.Context, sess *core.Session, blocks []protocol.PromptBlock) ([]event.ContentBlock, *protocol.CommandOutcome, error) {
-	content := make([]event.ContentBlock, 0, len(blocks))
+// opts are what a command file asks of the turn its prompt starts.
+func (s *Server) promptContent(ctx context.Context, sess *core.Session, blocks []protocol.PromptBlock) (content []event.ContentBlock, opts core.PromptOptions, _ *protocol.CommandOutcome, _ error) {
+	content = make([]event.ContentBlock, 0, len(blocks))
 	for i, b := range blocks {
 		if i == 0 && b.Image == nil && b.Block.Type == event.BlockText {
 			if name, args, ok := core.ParseCommand(b.Block.Text); ok {
@@ -67,11 +68,11 @@ func (s *Server) promptContent(ctx context.Context, sess *core.Session, blocks [
 				switch {
 				case errors.Is(err, core.ErrUnknownCommand):
 				case err != nil:
-					return nil, nil, fmt.Errorf("/%s: %w", name, err)
+					return nil, opts, nil, fmt.Errorf("/%s: %w", name, err)
 				case res.Prompt != "":
-					b.Block.Text = res.Prompt
+					b.Block.Text, opts.Command = res.Prompt, res.Turn
 				default:
-					return nil, &protocol.CommandOutcome{Name: name, Reply: res.Reply, Seq: res.Seq}, nil
+					return nil, opts, &protocol.CommandOutcome{Name: name, Reply: res.Reply, Seq: res.Seq}, nil
 				}
 			}
 		}
@@ -81,9 +82,9 @@ func (s *Server) promptContent(ctx context.Context, sess *core.Session, blocks [
 		}
 		att, err := sess.SaveAttachment(b.Image.MimeType, b.Image.Data)
 		if err != nil {
-			return nil, nil, err
+			return nil, opts, nil, err
 		}
 		content = append(content, event.ContentBlock{Type: event.BlockImage, Attachment: att})
 	}
-	return content, nil, nil
+	return content, opts, nil, nil
 }

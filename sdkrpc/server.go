@@ -487,7 +487,7 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) 
 	if sess.Closed() {
 		return nil, protocol.DisposedOutsideError(p.SessionID)
 	}
-	content, outcome, err := s.promptContent(ctx, sess, blocks)
+	content, popts, outcome, err := s.promptContent(ctx, sess, blocks)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +500,7 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage, o *readOrder) 
 	if sess.Closed() {
 		return nil, protocol.DisposedOutsideError(p.SessionID)
 	}
-	t, err := sess.Prompt(ctx, content)
+	t, err := sess.PromptWith(ctx, content, popts)
 	if err != nil {
 		if errors.Is(err, core.ErrClosed) {
 			return nil, protocol.DisposedOutsideError(p.SessionID)

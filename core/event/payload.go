@@ -175,6 +175,24 @@ type Message struct {
 	Role    string         `json:"role"`
 	Content []ContentBlock `json:"content"`
 	Source  Source         `json:"source"`
+	// Command (ours) is set on a user's prompt that a custom command file
+	// expanded and that asks its turn for another model or for tools
+	// allowed without asking; the prompt then runs as a turn of its own.
+	Command *CommandTurn `json:"command,omitempty"`
+}
+
+// CommandTurn is what a custom command's file asks of the turn its prompt
+// starts (its frontmatter's model and allowed-tools), as resolved when
+// the command ran.
+type CommandTurn struct {
+	// Name is the command, without its slash.
+	Name string `json:"name"`
+	// Model is the model the turn runs on ("": the session's).
+	Model string `json:"model,omitempty"`
+	// AllowedTools are permission rules, written TOOL(PATTERN) as the
+	// allowed-tools list takes them ("bash(git add)", "read(*)"): during
+	// the turn a call one of them matches runs without asking.
+	AllowedTools []string `json:"allowedTools,omitempty"`
 }
 
 // Usage is token usage of one model call, in disjoint buckets as the
@@ -226,6 +244,11 @@ type KindOnly struct {
 // TurnStart is the payload of turn/start.
 type TurnStart struct {
 	Turn int `json:"turn"`
+	// Model (ours) is the model the turn ran on when it was not the
+	// session's (a custom command's model); Command says which command
+	// asked for it and for which tools.
+	Model   string       `json:"model,omitempty"`
+	Command *CommandTurn `json:"command,omitempty"`
 }
 
 // TurnEnd is the payload of turn/end.

@@ -15,9 +15,8 @@ type Command struct {
 	Name         string
 	Description  string
 	ArgumentHint string
-	// Model and AllowedTools are the frontmatter's; the model is used
-	// for the turn when set, allowed-tools is recorded but widens no
-	// permission (see README).
+	// Model and AllowedTools are the frontmatter's, as written; core
+	// resolves them for the turn the command's prompt starts.
 	Model        string
 	AllowedTools []string
 	Body         string

@@ -167,3 +167,18 @@ func deepseekEffort(effort string) string {
 func validEffort(c Caps, effort string) bool {
 	return slices.Contains(c.Efforts, effort)
 }
+
+// CheckModel reports whether provider can be asked for the model id, for
+// a model named by a file (a custom command's frontmatter) rather than
+// by the user's own settings, which pass any id through. DeepSeek's API
+// serves only its own models (deepseek-…); an OpenAI-compatible endpoint
+// and a script are asked for any id.
+func CheckModel(provider, id string) error {
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("%q is not a model id", id)
+	}
+	if provider == ProviderDeepSeek && !strings.HasPrefix(id, "deepseek-") {
+		return fmt.Errorf("%s serves DeepSeek's models (deepseek-…), not %q", provider, id)
+	}
+	return nil
+}

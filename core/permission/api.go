@@ -69,7 +69,7 @@ var ErrNoAsker = errors.New("no one can be asked for permission")
 type Decision struct {
 	Allow     bool
 	Cancelled bool   // the person cancelled: stop this tool, not the turn
-	By        string // mode | rule | user | no-asker
+	By        string // mode | rule | user | no-asker | hook
 	Rule      string // the rule that decided, if any
 	Reason    string // for the model when refused
 }

@@ -46,6 +46,58 @@ type Gate struct {
 	Asker Asker  // nil: no one can be asked
 	// Lists are the user's standing allow and deny lists (see Lists).
 	Lists Lists
+	// Turn are rules granted for one turn (a custom command's
+	// allowed-tools): they stand for a person's "allow once" where the
+	// mode would ask, and for nothing else (see Grants).
+	Turn Grants
+	// Hook is what a PreToolUse hook answered for this call.
+	Hook HookVerdict
+}
+
+// Grants are allow rules that answer, for a while, the questions the gate
+// would ask a person: a call the mode would ask about, inside the
+// workspace, that one of Rules matches runs without asking. They never
+// reach past a deny (list or rule), a read-only mode's refusal, a path
+// outside the workspace, or a command line that cannot be analysed with
+// confidence. Source names them in decisions ("allowed-tools of /commit").
+type Grants struct {
+	Rules  []Rule
+	Source string
+}
+
+// HookVerdict is a PreToolUse hook's permission decision (Claude Code's
+// permissionDecision): HookAllow skips the question the mode would ask
+// (as a grant does: no deny, read-only refusal or outside path is passed),
+// HookAsk asks even where the mode would allow; deny rules and the deny
+// list refuse before either. Reason is the hook's, shown to the person.
+type HookVerdict struct {
+	Decision string // "", HookAllow or HookAsk
+	Reason   string
+}
+
+// Hook decisions (HookVerdict.Decision) and the decision source of a
+// call a hook allowed.
+const (
+	HookAllow = "allow"
+	HookAsk   = "ask"
+	ByHook    = "hook"
+)
+
+// granted is the decision of a question the mode would ask that a hook's
+// allow or a turn's grant answers; ok is false when neither does.
+func (g *Gate) granted(req Request, outside string) (Decision, bool) {
+	if outside != "" {
+		return Decision{}, false
+	}
+	if g.Hook.Decision == HookAllow {
+		return Decision{Allow: true, By: ByHook, Reason: g.Hook.Reason}, true
+	}
+	if len(g.Turn.Rules) > 0 {
+		if r, ok := (&Rules{rules: g.Turn.Rules}).Match(req); ok && r.Allow {
+			return Decision{Allow: true, By: ByRule, Rule: fmt.Sprintf("%s (%s)", r, g.Turn.Source)}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // Decide returns the verdict for req. It blocks while the Asker asks and
@@ -76,6 +128,9 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 	listed, inList := g.Lists.match(req)
 	if inList && !listed.Allow {
 		return Decision{By: ByRule, Rule: listed.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the disallowed-tools list (%s)", action(req, ""), listed)}
+	}
+	if g.Hook.Decision == HookAsk {
+		return g.hookAsks(ctx, req)
 	}
 	if mode == ModeFull {
 		return Decision{Allow: true, By: ByMode}
@@ -158,7 +213,25 @@ func (g *Gate) decideMCP(ctx context.Context, req Request, mode Mode, rule Rule,
 	return g.ask(ctx, req, mode, "")
 }
 
+// hookAsks asks about a call a PreToolUse hook wants asked about, in
+// every mode; a deny rule still refuses it first.
+func (g *Gate) hookAsks(ctx context.Context, req Request) Decision {
+	if rule, ruled := g.Rules.Match(req); ruled && !rule.Allow {
+		return Decision{By: ByRule, Rule: rule.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), rule)}
+	}
+	why := action(req, "") + " needs approval: a PreToolUse hook asks for it"
+	if g.Hook.Reason != "" {
+		why += " (" + g.Hook.Reason + ")"
+	}
+	return g.askWhy(ctx, req, why, false)
+}
+
+// ask asks a person about a call the mode does not allow by itself,
+// unless a hook's allow or a turn's grant answers for them.
 func (g *Gate) ask(ctx context.Context, req Request, mode Mode, outside string) Decision {
+	if d, ok := g.granted(req, outside); ok {
+		return d
+	}
 	why := fmt.Sprintf("%s needs approval in %s mode", action(req, ""), mode)
 	if outside != "" {
 		why = fmt.Sprintf("%s is outside the workspace %s", action(req, outside), req.Workspace)

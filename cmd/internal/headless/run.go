@@ -145,7 +145,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	sub := rt.Subscribe()
 	defer sub.Close()
 	startSeq := sess.NextSeq()
-	task, reply, done, err := slashCommand(ctx, sess, o.Task)
+	task, turn, reply, done, err := slashCommand(ctx, sess, o.Task)
 	switch {
 	case err != nil:
 		return fail(err.Error())
@@ -162,7 +162,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	if err != nil {
 		return fail(err.Error())
 	}
-	t, err := sess.Prompt(ctx, content)
+	t, err := sess.PromptWith(ctx, content, core.PromptOptions{Command: turn})
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -217,24 +217,24 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 
 // slashCommand runs a task that is one of the session's slash commands
 // (core's registry: the built-ins and the project's and user's command
-// files). A command that expands to a prompt returns it as the task; one
-// that answers itself returns its reply and done. Text that is no
-// command goes to the model unchanged.
-func slashCommand(ctx context.Context, sess *core.Session, task string) (string, string, bool, error) {
+// files). A command that expands to a prompt returns it as the task, with
+// what it asks of its turn; one that answers itself returns its reply and
+// done. Text that is no command goes to the model unchanged.
+func slashCommand(ctx context.Context, sess *core.Session, task string) (string, *event.CommandTurn, string, bool, error) {
 	name, args, ok := core.ParseCommand(task)
 	if !ok {
-		return task, "", false, nil
+		return task, nil, "", false, nil
 	}
 	res, err := sess.RunCommand(ctx, name, args)
 	switch {
 	case errors.Is(err, core.ErrUnknownCommand):
-		return task, "", false, nil
+		return task, nil, "", false, nil
 	case err != nil:
-		return "", "", false, err
+		return "", nil, "", false, err
 	case res.Prompt != "":
-		return res.Prompt, "", false, nil
+		return res.Prompt, res.Turn, "", false, nil
 	}
-	return "", res.Reply, true, nil
+	return "", nil, res.Reply, true, nil
 }
 
 // projectTurn shows the committed events of session id from startSeq until the
