@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/ext"
+	"github.com/dsh-dev/dsh/core/lazyre"
 	"github.com/dsh-dev/dsh/core/model"
 	"github.com/dsh-dev/dsh/core/permission"
 )
@@ -427,11 +427,11 @@ func (s *Session) checkpointState() *event.CheckpointState {
 
 // maxContextRE finds the real window in a provider's refusal ("This
 // model's maximum context length is 65536 tokens").
-var maxContextRE = regexp.MustCompile(`(?i)maximum context length is (\d+)`)
+var maxContextRE = lazyre.New(`(?i)maximum context length is (\d+)`)
 
 // learnWindow lowers the session's window to what a refusal revealed.
 func (s *Session) learnWindow(msg string) {
-	m := maxContextRE.FindStringSubmatch(msg)
+	m := maxContextRE().FindStringSubmatch(msg)
 	if m == nil {
 		return
 	}

@@ -1,10 +1,10 @@
 package core
 
 import (
-	"regexp"
 	"strconv"
 
 	"github.com/dsh-dev/dsh/core/event"
+	"github.com/dsh-dev/dsh/core/lazyre"
 	"github.com/dsh-dev/dsh/core/model"
 )
 
@@ -57,7 +57,7 @@ func (s *Session) promptEstimate() int64 {
 
 // completionShareRE reads DeepSeek's (and vLLM's) refusal of a request
 // whose prompt plus max_tokens is over the window.
-var completionShareRE = regexp.MustCompile(`(?is)maximum context length is (\d+) tokens.*?(\d+) in the messages, (\d+) in the completion`)
+var completionShareRE = lazyre.New(`(?is)maximum context length is (\d+) tokens.*?(\d+) in the messages, (\d+) in the completion`)
 
 // lowerOutput reads a "context too long" refusal that names the
 // completion's share: when the prompt alone fits, it returns the
@@ -66,7 +66,7 @@ func lowerOutput(me *model.Error, asked int) int {
 	if me == nil || me.Class != model.ClassContextWindow {
 		return 0
 	}
-	m := completionShareRE.FindStringSubmatch(me.Message)
+	m := completionShareRE().FindStringSubmatch(me.Message)
 	if m == nil {
 		return 0
 	}

@@ -2,8 +2,9 @@ package ext
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // Agent is a typed subagent read from a markdown file: the child it
@@ -23,7 +24,7 @@ type Agent struct {
 	Scope  Scope
 }
 
-var agentName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+var agentName = lazyre.New(`^[a-z0-9][a-z0-9_-]*$`)
 
 // claudeTools maps Claude Code's tool names to dsh's.
 var claudeTools = map[string]string{
@@ -89,7 +90,7 @@ func readAgent(f mdFile, pl place, known func(string) bool) (Agent, []Diagnostic
 	if a.Name == "" {
 		return a, nil, fmt.Errorf("no name in the frontmatter")
 	}
-	if !agentName.MatchString(a.Name) {
+	if !agentName().MatchString(a.Name) {
 		return a, nil, fmt.Errorf("agent name %q: use lower-case letters, digits, - and _", a.Name)
 	}
 	if a.Description == "" {

@@ -2,9 +2,10 @@ package ext
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // Command is a custom slash command read from a markdown file.
@@ -54,7 +55,7 @@ func LoadCommands(r Roots) ([]Command, []Diagnostic) {
 	return out, diags
 }
 
-var commandName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
+var commandName = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
 
 func readCommand(f mdFile, pl place) (Command, error) {
 	data, err := readFile(pl.pol, f.path, MaxFileBytes)
@@ -66,7 +67,7 @@ func readCommand(f mdFile, pl place) (Command, error) {
 		return Command{}, err
 	}
 	name := strings.ReplaceAll(f.rel, "/", ":")
-	if !commandName.MatchString(name) {
+	if !commandName().MatchString(name) {
 		return Command{}, fmt.Errorf("command name %q has characters a slash command cannot carry (use letters, digits, - _ .)", name)
 	}
 	c := Command{Name: name, Description: m.str("description"), ArgumentHint: m.str("argument-hint"),
@@ -96,7 +97,7 @@ func firstLine(body string) string {
 
 // placeholder matches what Expand fills: $ARGUMENTS, $ARGUMENTS[N], $N
 // and an escaped \$ before any of them.
-var placeholder = regexp.MustCompile(`\\?\$(ARGUMENTS\[(\d+)\]|ARGUMENTS|(\d+))`)
+var placeholder = lazyre.New(`\\?\$(ARGUMENTS\[(\d+)\]|ARGUMENTS|(\d+))`)
 
 // Expand fills the body with args, the text typed after the command's
 // name. Arguments are text: nothing in them is evaluated, and a
@@ -119,7 +120,7 @@ func (c Command) Expand(args string, shell func(cmd string) (string, error)) (st
 			return m[1:]
 		}
 		used = true
-		sub := placeholder.FindStringSubmatch(m)
+		sub := placeholder().FindStringSubmatch(m)
 		if sub[1] == "ARGUMENTS" {
 			return args
 		}
@@ -142,7 +143,7 @@ func (c Command) Expand(args string, shell func(cmd string) (string, error)) (st
 	}
 	lines := strings.Split(c.Body, "\n")
 	for i, l := range lines {
-		if m := shellLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil && shell != nil {
+		if m := shellLine().FindStringSubmatch(strings.TrimSpace(l)); m != nil && shell != nil {
 			out, err := shell(m[1])
 			if err != nil {
 				return "", err
@@ -150,7 +151,7 @@ func (c Command) Expand(args string, shell func(cmd string) (string, error)) (st
 			lines[i] = strings.TrimRight(out, "\n")
 			continue
 		}
-		lines[i] = placeholder.ReplaceAllStringFunc(l, fill)
+		lines[i] = placeholder().ReplaceAllStringFunc(l, fill)
 	}
 	out := strings.Join(lines, "\n")
 	if !used && args != "" {
@@ -204,11 +205,11 @@ func shellWords(s string) []string {
 func ShellLines(body string) []string {
 	var out []string
 	for _, l := range strings.Split(body, "\n") {
-		if m := shellLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+		if m := shellLine().FindStringSubmatch(strings.TrimSpace(l)); m != nil {
 			out = append(out, m[1])
 		}
 	}
 	return out
 }
 
-var shellLine = regexp.MustCompile("^!`([^`]+)`")
+var shellLine = lazyre.New("^!`([^`]+)`")

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // meta is a file's frontmatter: keys to YAML values.
@@ -57,7 +58,7 @@ func splitFrontmatter(data []byte) (meta, string, error) {
 	}
 }
 
-var keyLine = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9_-]*):(?:\s+(.*))?$`)
+var keyLine = lazyre.New(`^([A-Za-z][A-Za-z0-9_-]*):(?:\s+(.*))?$`)
 
 // lineMeta reads "key: value" lines, indented lines continuing the value
 // before them.
@@ -75,7 +76,7 @@ func lineMeta(head string) (meta, error) {
 			m[last] = strings.TrimSpace(fmt.Sprint(m[last]) + " " + strings.TrimSpace(line))
 			continue
 		}
-		sub := keyLine.FindStringSubmatch(line)
+		sub := keyLine().FindStringSubmatch(line)
 		if sub == nil {
 			return nil, fmt.Errorf("line %q is not key: value", line)
 		}

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // Hook events dsh runs (Claude Code's names).
@@ -131,7 +133,7 @@ func ParseHooks(raw json.RawMessage, source string, scope Scope) ([]Hook, []Diag
 	return out, diags
 }
 
-var exactMatcher = regexp.MustCompile(`^[A-Za-z0-9_\-, |]*$`)
+var exactMatcher = lazyre.New(`^[A-Za-z0-9_\-, |]*$`)
 
 // compileMatcher follows Claude Code: none, "" or "*" match everything;
 // only letters, digits, _ - , | and spaces are exact names split on | or
@@ -143,7 +145,7 @@ func compileMatcher(ev, m string) (func(string) bool, error) {
 		return nil, nil
 	}
 	tools := ev == PreToolUse || ev == PostToolUse
-	if exactMatcher.MatchString(m) {
+	if exactMatcher().MatchString(m) {
 		names := map[string]bool{}
 		for _, n := range strings.FieldsFunc(m, func(r rune) bool { return r == '|' || r == ',' }) {
 			if n = strings.TrimSpace(n); n != "" {

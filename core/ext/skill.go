@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/dsh-dev/dsh/core/lazyre"
 	"github.com/dsh-dev/dsh/core/saferead"
 )
 
@@ -35,7 +35,7 @@ type Skill struct {
 	pol   saferead.Policy
 }
 
-var skillName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var skillName = lazyre.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // LoadSkills reads the skills of roots: each folder with a SKILL.md
 // directly under a skills folder. A name found twice is the nearest
@@ -99,7 +99,7 @@ func readSkill(dir, folder string, pl place) (Skill, []Diagnostic, bool) {
 	if sk.Name == "" {
 		sk.Name = folder
 	}
-	if !skillName.MatchString(sk.Name) || len(sk.Name) > 64 || sk.Name != folder {
+	if !skillName().MatchString(sk.Name) || len(sk.Name) > 64 || sk.Name != folder {
 		diags = append(diags, Diagnostic{path, fmt.Sprintf("skill name %q should be 1-64 of a-z, 0-9 and single hyphens, equal to its folder %q; loaded anyway", sk.Name, folder)})
 	}
 	if sk.Description == "" {

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // maxFrame bounds one message from a server (a line on stdio). Above it
@@ -214,9 +215,9 @@ func depth(b []byte) int {
 }
 
 var (
-	headID = regexp.MustCompile(`^\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?[0-9]+|"[^"\\]{0,200}")\s*,\s*"(result|error)"`)
-	tailID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"[^"\\]{0,200}")\s*\}$`)
-	isResp = regexp.MustCompile(`^\{\s*"(result|error)"\s*:`)
+	headID = lazyre.New(`^\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?[0-9]+|"[^"\\]{0,200}")\s*,\s*"(result|error)"`)
+	tailID = lazyre.New(`"id"\s*:\s*(-?[0-9]+|"[^"\\]{0,200}")\s*\}$`)
+	isResp = lazyre.New(`^\{\s*"(result|error)"\s*:`)
 )
 
 // responseID finds the id of a response from its head (Go and Python SDKs
@@ -224,17 +225,17 @@ var (
 // result first and id last). A request or notification from the server
 // has no id we may answer for, so "" is returned for anything else.
 func responseID(head, tail []byte) string {
-	if m := headID.FindSubmatch(head); m != nil {
+	if m := headID().FindSubmatch(head); m != nil {
 		return string(m[1])
 	}
-	if !isResp.Match(head) {
+	if !isResp().Match(head) {
 		return ""
 	}
 	end := tail
 	if len(end) == 0 {
 		end = head
 	}
-	if m := tailID.FindSubmatch(end); m != nil {
+	if m := tailID().FindSubmatch(end); m != nil {
 		return string(m[1])
 	}
 	return ""

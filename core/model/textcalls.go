@@ -3,8 +3,9 @@ package model
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/lazyre"
 )
 
 // DeepSeek models sometimes write a tool call into their reply's text in
@@ -57,17 +58,17 @@ const (
 )
 
 var (
-	reStart = regexp.MustCompile(`<` + bar + `tool` + space + `calls?` + space + `begin` + bar + `>|<` + bar +
+	reStart = lazyre.New(`<` + bar + `tool` + space + `calls?` + space + `begin` + bar + `>|<` + bar +
 		`DSML` + bar + `(?:function_calls|invoke)\b`)
-	reV3CallsBegin = regexp.MustCompile(`^<` + bar + `tool` + space + `calls` + space + `begin` + bar + `>`)
-	reV3CallsEnd   = regexp.MustCompile(`<` + bar + `tool` + space + `calls` + space + `end` + bar + `>`)
-	reV3Call       = regexp.MustCompile(`(?s)^\s*<` + bar + `tool` + space + `call` + space + `begin` + bar + `>(.*?)<` + bar +
+	reV3CallsBegin = lazyre.New(`^<` + bar + `tool` + space + `calls` + space + `begin` + bar + `>`)
+	reV3CallsEnd   = lazyre.New(`<` + bar + `tool` + space + `calls` + space + `end` + bar + `>`)
+	reV3Call       = lazyre.New(`(?s)^\s*<` + bar + `tool` + space + `call` + space + `begin` + bar + `>(.*?)<` + bar +
 		`tool` + space + `sep` + bar + `>(.*?)<` + bar + `tool` + space + `call` + space + `end` + bar + `>`)
-	reDSML         = regexp.MustCompile(`^<` + bar + `DSML` + bar)
-	reDSMLCalls    = regexp.MustCompile(`^<` + bar + `DSML` + bar + `function_calls>`)
-	reDSMLCallsEnd = regexp.MustCompile(`</` + bar + `DSML` + bar + `function_calls>`)
-	reDSMLInvoke   = regexp.MustCompile(`(?s)^\s*<` + bar + `DSML` + bar + `invoke\s+name="([^"]*)"\s*>(.*?)</` + bar + `DSML` + bar + `invoke>`)
-	reDSMLParam    = regexp.MustCompile(`(?s)^\s*<` + bar + `DSML` + bar + `parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>(.*?)</` +
+	reDSML         = lazyre.New(`^<` + bar + `DSML` + bar)
+	reDSMLCalls    = lazyre.New(`^<` + bar + `DSML` + bar + `function_calls>`)
+	reDSMLCallsEnd = lazyre.New(`</` + bar + `DSML` + bar + `function_calls>`)
+	reDSMLInvoke   = lazyre.New(`(?s)^\s*<` + bar + `DSML` + bar + `invoke\s+name="([^"]*)"\s*>(.*?)</` + bar + `DSML` + bar + `invoke>`)
+	reDSMLParam    = lazyre.New(`(?s)^\s*<` + bar + `DSML` + bar + `parameter\s+name="([^"]*)"(?:\s+string="(true|false)")?\s*>(.*?)</` +
 		bar + `DSML` + bar + `parameter>`)
 )
 
@@ -77,7 +78,7 @@ func ParseTextCalls(text string) TextCalls {
 	var rest strings.Builder
 	pos := 0
 	for {
-		loc := reStart.FindStringIndex(text[pos:])
+		loc := reStart().FindStringIndex(text[pos:])
 		if loc == nil {
 			rest.WriteString(text[pos:])
 			break
@@ -139,9 +140,9 @@ func isExample(text string, off int) bool {
 // or why it does not parse.
 func parseMarkup(s string) ([]ToolCall, int, string) {
 	switch {
-	case reV3CallsBegin.MatchString(s):
-		begin := reV3CallsBegin.FindStringIndex(s)[1]
-		end := reV3CallsEnd.FindStringIndex(s[begin:])
+	case reV3CallsBegin().MatchString(s):
+		begin := reV3CallsBegin().FindStringIndex(s)[1]
+		end := reV3CallsEnd().FindStringIndex(s[begin:])
 		if end == nil {
 			return nil, 0, "the tool-call markup is not closed (no tool▁calls▁end): the call is incomplete"
 		}
@@ -153,20 +154,20 @@ func parseMarkup(s string) ([]ToolCall, int, string) {
 			why = "the tool-call markup holds no call"
 		}
 		return calls, begin + end[1], why
-	case !reDSML.MatchString(s):
+	case !reDSML().MatchString(s):
 		// A bare tool▁call▁begin block (the outer wrapper left out).
 		calls, rest, why := parseV3Calls(s)
 		if why == "" && len(calls) == 0 {
 			why = "the tool-call markup is not complete (no tool▁sep and tool▁call▁end)"
 		}
 		n := len(s) - len(rest)
-		if loc := reV3CallsEnd.FindStringIndex(rest); loc != nil && strings.TrimSpace(rest[:loc[0]]) == "" {
+		if loc := reV3CallsEnd().FindStringIndex(rest); loc != nil && strings.TrimSpace(rest[:loc[0]]) == "" {
 			n += loc[1]
 		}
 		return calls, n, why
-	case reDSMLCalls.MatchString(s):
-		begin := reDSMLCalls.FindStringIndex(s)[1]
-		end := reDSMLCallsEnd.FindStringIndex(s[begin:])
+	case reDSMLCalls().MatchString(s):
+		begin := reDSMLCalls().FindStringIndex(s)[1]
+		end := reDSMLCallsEnd().FindStringIndex(s[begin:])
 		if end == nil {
 			return nil, 0, "the DSML function_calls block is not closed: the call is incomplete"
 		}
@@ -185,7 +186,7 @@ func parseMarkup(s string) ([]ToolCall, int, string) {
 			why = "the DSML invoke is not complete (no closing </｜DSML｜invoke>)"
 		}
 		n := len(s) - len(rest)
-		if loc := reDSMLCallsEnd.FindStringIndex(rest); loc != nil && strings.TrimSpace(rest[:loc[0]]) == "" {
+		if loc := reDSMLCallsEnd().FindStringIndex(rest); loc != nil && strings.TrimSpace(rest[:loc[0]]) == "" {
 			n += loc[1]
 		}
 		return calls, n, why
@@ -197,7 +198,7 @@ func parseMarkup(s string) ([]ToolCall, int, string) {
 func parseV3Calls(s string) ([]ToolCall, string, string) {
 	var calls []ToolCall
 	for {
-		m := reV3Call.FindStringSubmatchIndex(s)
+		m := reV3Call().FindStringSubmatchIndex(s)
 		if m == nil {
 			return calls, s, ""
 		}
@@ -235,7 +236,7 @@ func unfence(s string) string {
 func parseInvokes(s string) ([]ToolCall, string, string) {
 	var calls []ToolCall
 	for {
-		m := reDSMLInvoke.FindStringSubmatchIndex(s)
+		m := reDSMLInvoke().FindStringSubmatchIndex(s)
 		if m == nil {
 			return calls, s, ""
 		}
@@ -259,7 +260,7 @@ func dsmlArgs(body string) (string, string) {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i := 0; ; i++ {
-		m := reDSMLParam.FindStringSubmatch(body)
+		m := reDSMLParam().FindStringSubmatch(body)
 		if m == nil {
 			break
 		}

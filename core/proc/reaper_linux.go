@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // RunReaper runs o.Argv as its child with our stdin, stdout and stderr,
@@ -130,8 +131,12 @@ wait:
 	// Later signals change nothing: the tree is being killed (sigs stays
 	// subscribed, so they cannot end the reaper before it reaped all).
 	// Kill what is alive; every reaped process may have left orphans that
-	// came to us since the last scan, so scan again after each.
-	signalTree(syscall.SIGKILL)
+	// came to us since the last scan, so scan again after each. The usual
+	// case, a command that left nothing behind, needs no scan: with no
+	// child of ours left there is no descendant either.
+	if hasChildren() {
+		signalTree(syscall.SIGKILL)
+	}
 	for p := range r.reaped {
 		if p.pid == r.child {
 			status = p.ws
@@ -156,6 +161,20 @@ func exitWith(ws syscall.WaitStatus) int {
 	_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), sig)
 	return 128 + int(sig)
 }
+
+// hasChildren reports whether any child of ours is left, alive or a
+// zombie not yet reaped (waitid without waiting or reaping: ECHILD when
+// there is none). Every descendant has an ancestor that is our child, so
+// false means the tree is empty.
+func hasChildren() bool {
+	var info [128]byte // siginfo_t
+	_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info[0])),
+		syscall.WEXITED|syscall.WNOHANG|syscall.WNOWAIT|syscall.WALL, 0, 0)
+	return errno != syscall.ECHILD
+}
+
+// pAll is P_ALL from <sys/wait.h>: any child.
+const pAll = 0
 
 // signalTree sends sig to every descendant of ours.
 func signalTree(sig syscall.Signal) {

@@ -40,6 +40,8 @@ var targets = []target{
 	{bench: "ContextMemory100k", unit: "MiB-peak", max: 30, label: "<= 30 MiB for one dsh sdk holding a 100k-event session (issue 13)"},
 	{bench: "BashStart/reaper", unit: "ms/op", label: "reported: a bash call under the reaper (issue 12)"},
 	{bench: "BashStart/sandbox", unit: "ms/op", label: "reported: goal ≤ 10 ms over BashStart/reaper (issue 19)"},
+	{bench: "BashOverRead", unit: "bash-over-read-ms", max: 5, label: "≤ 5 ms: a bash call over a read call, dsh run (issue 26)"},
+	{bench: "BashOverRead", unit: "bash-over-read-cpu-ms", label: "reported: the same in CPU time, steadier on a busy machine (issue 26)"},
 }
 
 var line = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
