@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,8 +30,11 @@ type hookTarget struct {
 
 // runHooks runs the session's hooks of an event that match, one after
 // the other, and merges their outcomes: the first block wins, contexts
-// and messages are joined. Each run is recorded (hook/run); a hook that
-// fails is reported there and in the log, and blocks nothing.
+// and messages are joined; of PreToolUse answers, ask wins over allow
+// (Claude Code's deny > ask > allow), and a hook's updatedInput is the
+// tool_input the next hook sees and the last one stands. Each run is
+// recorded (hook/run); a hook that fails is reported there and in the
+// log, and blocks nothing.
 func (s *Session) runHooks(ctx context.Context, ev string, tgt hookTarget) ext.HookOutcome {
 	var merged ext.HookOutcome
 	for _, h := range s.ext.hooks {
@@ -40,6 +44,14 @@ func (s *Session) runHooks(ctx context.Context, ev string, tgt hookTarget) ext.H
 		o := s.runHook(ctx, h, tgt)
 		if o.Block && !merged.Block {
 			merged.Block, merged.Reason = true, o.Reason
+		}
+		if o.Decision == ext.DecisionAsk || o.Decision == ext.DecisionAllow && merged.Decision == "" {
+			merged.Decision, merged.DecisionReason = o.Decision, o.DecisionReason
+		}
+		if o.UpdatedInput != nil {
+			merged.UpdatedInput = o.UpdatedInput
+			tgt.fields = maps.Clone(tgt.fields)
+			tgt.fields["tool_input"] = o.UpdatedInput
 		}
 		merged.Context = joinNonEmpty(merged.Context, o.Context)
 		merged.Message = joinNonEmpty(merged.Message, o.Message)
@@ -90,7 +102,8 @@ func (s *Session) runHook(ctx context.Context, h ext.Hook, tgt hookTarget) ext.H
 		}
 	}
 	rec := event.HookRun{Event: h.Event, CallID: tgt.callID, Command: h.Command, Source: h.Source, ExitCode: res.ExitCode,
-		Outcome: event.HookOK, Message: o.Message, DurationMs: time.Since(start).Milliseconds()}
+		Outcome: event.HookOK, Message: o.Message, DurationMs: time.Since(start).Milliseconds(),
+		Decision: o.Decision, UpdatedInput: o.UpdatedInput}
 	switch {
 	case o.Failed:
 		rec.Outcome = event.HookFailed
@@ -153,14 +166,14 @@ func (s *Session) promptHooks(ctx context.Context, content []event.ContentBlock)
 }
 
 // preToolHooks runs PreToolUse: a block refuses the call, its reason
-// going to the model.
-func (s *Session) preToolHooks(ctx context.Context, name, callID string, args json.RawMessage) (string, bool) {
+// going to the model; an allow or ask answers for the permission gate; an
+// updatedInput replaces the call's arguments.
+func (s *Session) preToolHooks(ctx context.Context, name, callID string, args json.RawMessage) ext.HookOutcome {
 	if len(s.ext.hooks) == 0 {
-		return "", false
+		return ext.HookOutcome{}
 	}
-	o := s.runHooks(ctx, ext.PreToolUse, hookTarget{match: name, callID: callID, fields: map[string]any{
+	return s.runHooks(ctx, ext.PreToolUse, hookTarget{match: name, callID: callID, fields: map[string]any{
 		"tool_name": ext.ClaudeToolName(name), "dsh_tool_name": name, "tool_input": args, "tool_use_id": callID}})
-	return o.Reason, o.Block
 }
 
 // postToolHooks runs PostToolUse after a call that succeeded; what the

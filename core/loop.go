@@ -15,7 +15,6 @@ import (
 
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/model"
-	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/tool"
 )
 
@@ -579,47 +578,7 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 		p.out = &outcome{res: tool.ErrorResult("invalid arguments: " + err.Error()), code: event.ToolInvalidArguments}
 		return p
 	}
-	if p.t.Kind() != tool.KindExecute && !acc.SessionOwned {
-		p.paths = acc.Paths
-	}
-	if reason, blocked := s.preToolHooks(ctx, p.t.Name(), c.ID, p.args); blocked {
-		if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: p.t.Name(),
-			Decision: "deny", By: "hook", Detail: reason})); err != nil {
-			s.rt.log.Warn("permission decision not recorded", "session", s.id, "err", err)
-		}
-		p.out = &outcome{res: tool.ErrorResult("refused by a PreToolUse hook: " + reason), code: event.ToolPermissionDenied}
-		return p
-	}
-	var d permission.Decision
-	if acc.SessionOwned && !acc.Write {
-		// Reading the session's own spill files needs nobody's leave.
-		d = permission.Decision{Allow: true, By: "session"}
-	} else {
-		d = s.Decide(ctx, permission.Request{CallID: c.ID, Tool: p.t.Name(), Kind: string(p.t.Kind()), Paths: acc.Paths,
-			Write: acc.Write, Command: acc.Command, Title: acc.Title, RawInput: p.args,
-			ShowKind: displayKind(p.t), Preview: s.preview(p.t, p.args, env)})
-	}
-	verdict := "allow"
-	switch {
-	case d.Cancelled:
-		verdict = "cancelled"
-	case !d.Allow:
-		verdict = "deny"
-	}
-	if err := s.Record(event.New(event.TypePermissionDecision, event.PermissionDecision{CallID: c.ID, Tool: p.t.Name(),
-		Decision: verdict, By: d.By, Rule: d.Rule, Detail: d.Reason})); err != nil {
-		s.rt.log.Warn("permission decision not recorded", "session", s.id, "err", err)
-	}
-	switch {
-	case d.Cancelled:
-		p.out = &outcome{res: tool.ErrorResult("not run: the permission request was cancelled"), code: event.ToolAborted}
-	case !d.Allow:
-		reason := d.Reason
-		if reason == "" {
-			reason = "permission denied"
-		}
-		p.out = &outcome{res: tool.ErrorResult(reason), code: event.ToolPermissionDenied}
-	}
+	s.admit(ctx, &p, acc, env)
 	return p
 }
 

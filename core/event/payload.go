@@ -641,6 +641,10 @@ type PermissionDecision struct {
 	By       string `json:"by"`       // mode | rule | user | no-asker
 	Rule     string `json:"rule,omitempty"`
 	Detail   string `json:"detail,omitempty"`
+	// Input (ours) is what the call ran with when a PreToolUse hook
+	// replaced the model's arguments (its updatedInput); the tool/call
+	// event keeps the model's own.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // MCPServer is the payload of mcp/server: an MCP server of the session
@@ -676,6 +680,10 @@ type HookRun struct {
 	ExitCode   int    `json:"exitCode"`
 	Message    string `json:"message,omitempty"`
 	DurationMs int64  `json:"durationMs"`
+	// Decision is a PreToolUse hook's permission answer (allow or ask);
+	// UpdatedInput the arguments it put in place of the call's.
+	Decision     string          `json:"decision,omitempty"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 }
 
 // Outcomes of a hook run.

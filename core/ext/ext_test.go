@@ -1,8 +1,10 @@
 package ext
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -290,9 +292,22 @@ func TestInterpret(t *testing.T) {
 		{SessionStart, `{"hookSpecificOutput":{"additionalContext":"ctx"}}`, "", 0, HookOutcome{Context: "ctx"}},
 		{PostToolUse, `{"decision":"block","reason":"lint failed"}`, "", 0, HookOutcome{Context: "lint failed", Reason: "lint failed"}},
 		{Stop, "", "keep going: tests fail", 2, HookOutcome{Block: true, Reason: "keep going: tests fail"}},
+		// PreToolUse answers for the permission gate, and input rewrites.
+		{PreToolUse, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"safe"}}`, "", 0,
+			HookOutcome{Decision: DecisionAllow, DecisionReason: "safe"}},
+		{PreToolUse, `{"hookSpecificOutput":{"permissionDecision":"ask","updatedInput":{"command":"ls -la"}}}`, "", 0,
+			HookOutcome{Decision: DecisionAsk, UpdatedInput: json.RawMessage(`{"command":"ls -la"}`)}},
+		{PreToolUse, `{"decision":"approve","reason":"old style"}`, "", 0, HookOutcome{Decision: DecisionAllow, DecisionReason: "old style", Reason: "old style"}},
+		{PreToolUse, `{"decision":"block","reason":"old block"}`, "", 0, HookOutcome{Block: true, Reason: "old block"}},
+		{PreToolUse, `{"hookSpecificOutput":{"permissionDecision":"defer"}}`, "", 0, HookOutcome{}},
+		{PreToolUse, `{"hookSpecificOutput":{"permissionDecision":"maybe","updatedInput":"rm -rf /"}}`, "", 0,
+			HookOutcome{Message: "permissionDecision \"maybe\" is not allow, deny, ask or defer; ignored\nupdatedInput is not a JSON object; ignored"}},
+		// Exit 2 wins over the JSON; other events take no permission answer.
+		{PreToolUse, `{"hookSpecificOutput":{"permissionDecision":"allow"}}`, "no", 2, HookOutcome{Block: true, Reason: "no"}},
+		{PostToolUse, `{"decision":"approve","hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{}}}`, "", 0, HookOutcome{}},
 	}
 	for i, c := range cases {
-		if got := Interpret(c.ev, c.exit, c.out, c.errOut); got != c.want {
+		if got := Interpret(c.ev, c.exit, c.out, c.errOut); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%d: got %+v want %+v", i, got, c.want)
 		}
 	}

@@ -235,7 +235,22 @@ type HookOutcome struct {
 	// Failed: the hook could not run, timed out or exited with a code
 	// other than 0 or 2 (reported, never fatal).
 	Failed bool
+	// Decision is a PreToolUse hook's permission answer besides a block:
+	// DecisionAllow (skip the question the mode would ask) or DecisionAsk
+	// (ask even where the mode would allow); DecisionReason is for the
+	// person, not the model.
+	Decision       string
+	DecisionReason string
+	// UpdatedInput is a PreToolUse hook's replacement of the call's
+	// arguments (a JSON object, the whole input).
+	UpdatedInput json.RawMessage
 }
+
+// PreToolUse permission answers (HookOutcome.Decision).
+const (
+	DecisionAllow = "allow"
+	DecisionAsk   = "ask"
+)
 
 // hookJSON is the JSON a hook may print on stdout (Claude Code's shape).
 type hookJSON struct {
@@ -245,9 +260,10 @@ type hookJSON struct {
 	Decision      string `json:"decision"`
 	Reason        string `json:"reason"`
 	HookSpecific  *struct {
-		PermissionDecision       string `json:"permissionDecision"`
-		PermissionDecisionReason string `json:"permissionDecisionReason"`
-		AdditionalContext        string `json:"additionalContext"`
+		PermissionDecision       string          `json:"permissionDecision"`
+		PermissionDecisionReason string          `json:"permissionDecisionReason"`
+		AdditionalContext        string          `json:"additionalContext"`
+		UpdatedInput             json.RawMessage `json:"updatedInput"`
 	} `json:"hookSpecificOutput"`
 }
 
@@ -303,12 +319,15 @@ func fromJSON(event string, j hookJSON) HookOutcome {
 	switch j.Decision {
 	case "block":
 		o.Block = true
-	case "approve": // the old PreToolUse spelling; allow adds nothing here
+	case "approve": // the old PreToolUse spelling of allow
+		if event == PreToolUse {
+			o.Decision, o.DecisionReason = DecisionAllow, j.Reason
+		}
 	}
 	if hs := j.HookSpecific; hs != nil {
 		o.Context = hs.AdditionalContext
-		if event == PreToolUse && hs.PermissionDecision == "deny" {
-			o.Block, o.Reason = true, firstNonEmpty(hs.PermissionDecisionReason, j.Reason)
+		if event == PreToolUse {
+			preToolJSON(&o, j, hs.PermissionDecision, hs.PermissionDecisionReason, hs.UpdatedInput)
 		}
 	}
 	if o.Block && o.Reason == "" {
@@ -319,6 +338,37 @@ func fromJSON(event string, j hookJSON) HookOutcome {
 		o.Block, o.Context = false, strings.TrimSpace(o.Context+"\n"+o.Reason)
 	}
 	return o
+}
+
+// preToolJSON reads a PreToolUse hook's hookSpecificOutput: deny blocks
+// (its reason goes to the model), allow and ask are answers for the
+// permission gate (their reason is the person's), defer is no answer;
+// updatedInput, when an object, replaces the call's arguments.
+func preToolJSON(o *HookOutcome, j hookJSON, decision, reason string, updated json.RawMessage) {
+	switch decision {
+	case "deny":
+		o.Block, o.Reason = true, firstNonEmpty(reason, j.Reason)
+	case DecisionAllow, DecisionAsk:
+		o.Decision, o.DecisionReason = decision, reason
+	case "", "defer":
+	default:
+		o.Message = joinLines(o.Message, fmt.Sprintf("permissionDecision %q is not allow, deny, ask or defer; ignored", decision))
+	}
+	updated = bytes.TrimSpace(updated)
+	switch {
+	case len(updated) == 0 || string(updated) == "null":
+	case updated[0] != '{':
+		o.Message = joinLines(o.Message, "updatedInput is not a JSON object; ignored")
+	default:
+		o.UpdatedInput = append(json.RawMessage(nil), updated...)
+	}
+}
+
+func joinLines(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 func firstNonEmpty(ss ...string) string {
