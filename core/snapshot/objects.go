@@ -25,25 +25,45 @@ func (s *Store) HasBlob(hash string) bool {
 // is false when the store bound leaves no room for it. Contents are not
 // fsynced one by one (a snapshot of many new files would cost a flush
 // each); the manifest that names them is, and a kill of the process
-// loses nothing the kernel was given.
+// loses nothing the kernel was given. The scan's workers call it side by
+// side: the room is reserved under blobMu, and a content another worker is
+// storing now counts as stored (if that fails, so does the snapshot, and
+// no manifest names it).
 func (s *Store) putBlob(hash string, data []byte) (stored bool, err error) {
 	path := s.blobPath(hash)
 	if _, err := os.Stat(path); err == nil {
 		return true, nil
 	}
+	size := int64(len(data))
+	s.blobMu.Lock()
+	if _, err := os.Stat(path); err == nil || s.writing[hash] {
+		s.blobMu.Unlock()
+		return true, nil
+	}
 	if s.used < 0 {
 		s.used = s.countUsed()
 	}
-	if s.used+int64(len(data)) > s.opt.MaxStoreBytes {
+	if s.used+size > s.opt.MaxStoreBytes {
+		s.blobMu.Unlock()
 		return false, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	s.used += size
+	s.writing[hash] = true
+	s.blobMu.Unlock()
+
+	err = os.MkdirAll(filepath.Dir(path), 0o700)
+	if err == nil {
+		err = writeAtomic(path, data, false)
+	}
+	s.blobMu.Lock()
+	delete(s.writing, hash)
+	if err != nil {
+		s.used -= size
+	}
+	s.blobMu.Unlock()
+	if err != nil {
 		return false, fmt.Errorf("store content: %w", err)
 	}
-	if err := writeAtomic(path, data, false); err != nil {
-		return false, fmt.Errorf("store content: %w", err)
-	}
-	s.used += int64(len(data))
 	return true, nil
 }
 

@@ -27,11 +27,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dsh-dev/dsh/core/event"
-	"github.com/dsh-dev/dsh/core/tool"
 )
 
 // Defaults of Options.
@@ -103,9 +101,14 @@ type Store struct {
 	dir string
 	opt Options
 
-	mu     sync.Mutex
+	workers int // of a scan (see scan.go)
+
+	mu     sync.Mutex // held by Take
 	caches map[string]*rootCache
-	used   int64 // bytes under objects/; -1 until counted
+
+	blobMu  sync.Mutex      // the scan's workers store contents side by side
+	used    int64           // bytes under objects/; -1 until counted
+	writing map[string]bool // contents being stored now, by hash
 }
 
 // Open returns the store in dir (created on the first snapshot).
@@ -119,7 +122,7 @@ func Open(dir string, opt Options) *Store {
 	if opt.MaxFiles <= 0 {
 		opt.MaxFiles = DefaultMaxFiles
 	}
-	return &Store{dir: dir, opt: opt, caches: map[string]*rootCache{}, used: -1}
+	return &Store{dir: dir, opt: opt, workers: defaultWorkers(), caches: map[string]*rootCache{}, used: -1, writing: map[string]bool{}}
 }
 
 // Dir is the store's folder.
@@ -189,39 +192,25 @@ func (s *Store) takeRoot(ctx context.Context, root string) (*rootCache, error) {
 	var skipped []event.SkippedFile
 	files := make(map[string]cacheEntry, len(c.Files))
 	changed, hashed := false, false
-	var werr error
-	err := tool.WalkWorkspace(ctx, root, s.excluded, func(abs string, d fs.DirEntry) bool {
+	err := s.scan(ctx, root, c.Files, trustBefore, func(f *found) error {
 		if len(files) >= s.opt.MaxFiles {
-			werr = fmt.Errorf("%w: more than %d under %s", ErrTooMany, s.opt.MaxFiles, root)
-			return false
+			return fmt.Errorf("%w: more than %d under %s", ErrTooMany, s.opt.MaxFiles, root)
 		}
-		rel := filepath.ToSlash(abs[len(root)+1:])
-		ce, ok, err := s.look(abs, d, c.Files[rel], trustBefore)
-		if err != nil {
-			werr = err
-			return false
-		}
-		if !ok {
-			return true // vanished, or not a file or link
-		}
-		old, had := c.Files[rel]
-		if !had || old != ce {
+		rel, ce := f.rel, f.ce
+		if !f.had || f.old != ce {
 			changed = true
 		}
-		if !had || old.MtimeNs >= trustBefore {
+		if !f.had || f.old.MtimeNs >= trustBefore {
 			hashed = true
 		}
 		files[rel] = ce
 		if ce.Hash == "" {
 			skipped = append(skipped, event.SkippedFile{Path: rel, Size: ce.Size, Reason: ce.Skip})
-			return true
+		} else {
+			entries = append(entries, Entry{Path: rel, Mode: ce.Mode, Size: ce.Size, Hash: ce.Hash})
 		}
-		entries = append(entries, Entry{Path: rel, Mode: ce.Mode, Size: ce.Size, Hash: ce.Hash})
-		return true
+		return nil
 	})
-	if err == nil {
-		err = werr
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +223,9 @@ func (s *Store) takeRoot(ctx context.Context, root string) (*rootCache, error) {
 		}
 		return c, nil
 	}
-	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	byPath := func(a, b string) int { return strings.Compare(a, b) }
+	slices.SortFunc(entries, func(a, b Entry) int { return byPath(a.Path, b.Path) })
+	slices.SortFunc(skipped, func(a, b event.SkippedFile) int { return byPath(a.Path, b.Path) })
 	id, err := s.writeManifest(&Manifest{Root: root, Entries: entries, Skipped: skipped})
 	if err != nil {
 		return nil, err
@@ -244,21 +235,14 @@ func (s *Store) takeRoot(ctx context.Context, root string) (*rootCache, error) {
 	return c, nil
 }
 
-// look returns the cache entry of the file at abs, hashing (and storing)
-// its content unless the cached entry still matches. ok is false for an
-// entry to leave out silently (vanished, a socket or device).
-func (s *Store) look(abs string, d fs.DirEntry, old cacheEntry, trustBefore int64) (cacheEntry, bool, error) {
-	fi, err := d.Info()
-	if err != nil {
+// look returns the cache entry of the file name in folder d, hashing (and
+// storing) its content unless the cached entry old still matches. ok is
+// false for an entry to leave out silently (gone, a socket or device).
+// Workers call it side by side.
+func (s *Store) look(d *folder, name string, old cacheEntry, trustBefore int64) (cacheEntry, bool, error) {
+	ce, ok := d.stat(name)
+	if !ok {
 		return cacheEntry{}, false, nil
-	}
-	mode := fi.Mode()
-	if !mode.IsRegular() && mode&fs.ModeSymlink == 0 {
-		return cacheEntry{}, false, nil
-	}
-	ce := cacheEntry{Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), Mode: mode & (fs.ModePerm | fs.ModeSymlink)}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ce.Ino = uint64(st.Ino)
 	}
 	if old.Size == ce.Size && old.MtimeNs == ce.MtimeNs && old.Ino == ce.Ino && old.Mode == ce.Mode && ce.MtimeNs < trustBefore {
 		return old, true, nil
@@ -269,17 +253,20 @@ func (s *Store) look(abs string, d fs.DirEntry, old cacheEntry, trustBefore int6
 	}
 	var data []byte
 	if ce.Mode&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(abs)
+		target, err := d.readLink(name, ce.Size)
 		if err != nil {
 			return cacheEntry{}, false, nil
 		}
 		data = []byte(target)
-	} else if data, err = os.ReadFile(abs); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return cacheEntry{}, false, nil
+	} else {
+		var err error
+		if data, err = d.readFile(name, ce.Size); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return cacheEntry{}, false, nil
+			}
+			ce.Skip = "unreadable: " + err.Error()
+			return ce, true, nil
 		}
-		ce.Skip = "unreadable: " + err.Error()
-		return ce, true, nil
 	}
 	ce.Size = int64(len(data))
 	sum := sha256.Sum256(data)

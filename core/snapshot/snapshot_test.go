@@ -2,12 +2,17 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/goleak"
 )
 
 func write(t testing.TB, root, rel, content string) {
@@ -173,6 +178,26 @@ func TestTooManyFiles(t *testing.T) {
 	}
 }
 
+// TestScanStopsItsWorkers: a scan cut short (too many files, a cancelled
+// context) with batches still walked and looked at ends every worker
+// before Take returns.
+func TestScanStopsItsWorkers(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	root := t.TempDir()
+	for i := range 200 {
+		write(t, root, fmt.Sprintf("d%03d/f", i), "x")
+	}
+	s := Open(filepath.Join(t.TempDir(), "snap"), Options{MaxFiles: 10})
+	if _, err := s.Take(context.Background(), []string{root}); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("err = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Open(filepath.Join(t.TempDir(), "snap"), Options{}).Take(ctx, []string{root}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestApplyRefusesAFolderLeadingOutside(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	s := Open(filepath.Join(t.TempDir(), "snap"), Options{})
@@ -193,5 +218,87 @@ func TestApplyRefusesAFolderLeadingOutside(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "f")); !os.IsNotExist(err) {
 		t.Fatal("a file was written outside the root")
+	}
+}
+
+// TestParallelScanMatchesSequential: the pool of workers folds what it
+// finds in walk order, so a snapshot is byte for byte the one a single
+// worker takes — with folders bigger than a batch, nested folders, files
+// left out, ignored ones, symlinks, and many files of the same content
+// stored side by side (counted once against the store bound).
+func TestParallelScanMatchesSequential(t *testing.T) {
+	root := t.TempDir()
+	for i := range 3*batchFiles + 7 {
+		write(t, root, fmt.Sprintf("big/f%04d", i), fmt.Sprintf("content %d", i%50))
+	}
+	for i := range 40 {
+		write(t, root, fmt.Sprintf("d%02d/sub/g%d", i, i), strings.Repeat("z", i))
+		write(t, root, fmt.Sprintf("d%02d/h", i), "same")
+	}
+	write(t, root, "d03/huge", strings.Repeat("h", 200))
+	write(t, root, "d07/sub/huge", strings.Repeat("h", 300))
+	write(t, root, ".gitignore", "*.log\n")
+	write(t, root, "d05/x.log", "ignored")
+	if err := os.Symlink("../big/f0001", filepath.Join(root, "d09", "link")); err != nil {
+		t.Fatal(err)
+	}
+	manifests := map[int]string{}
+	for _, workers := range []int{1, 8} {
+		s := Open(filepath.Join(t.TempDir(), "snap"), Options{MaxFileBytes: 100})
+		s.workers = workers
+		res, err := s.Take(context.Background(), []string{root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests[workers] = res.Roots[0].Manifest
+		if res.SkippedCount != 2 || res.Skipped[0].Path != filepath.Join(root, "d03/huge") {
+			t.Fatalf("workers %d: skipped = %+v", workers, res.Skipped)
+		}
+		if used := s.countUsed(); s.used != used {
+			t.Fatalf("workers %d: the store counts %d bytes, holds %d", workers, s.used, used)
+		}
+		m, err := s.Load(res.Roots[0].Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Entries) != 3*batchFiles+7+80+2 || m.find("d05/x.log") != nil || m.find("d09/link").Mode&fs.ModeSymlink == 0 {
+			t.Fatalf("workers %d: %d entries", workers, len(m.Entries))
+		}
+	}
+	if manifests[1] != manifests[8] {
+		t.Fatal("one worker and eight took different snapshots")
+	}
+}
+
+// TestStatCacheTrustsOnlyOldStats: a file whose size, mtime and inode are
+// as cached is not read again, unless its mtime is within racyWindow of
+// the snapshot that cached it: then a change in the same tick is caught.
+func TestStatCacheTrustsOnlyOldStats(t *testing.T) {
+	root := t.TempDir()
+	s := Open(filepath.Join(t.TempDir(), "snap"), Options{})
+	write(t, root, "new", "aaaa")
+	write(t, root, "old", "aaaa")
+	longAgo := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(filepath.Join(root, "old"), longAgo, longAgo); err != nil {
+		t.Fatal(err)
+	}
+	first := take(t, s, root)
+	for _, name := range []string{"new", "old"} {
+		p := filepath.Join(root, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, root, name, "bbbb") // same size, same inode
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := take(t, s, root)
+	if second.find("new").Hash == first.find("new").Hash {
+		t.Error("a file changed within the racy window kept its cached hash")
+	}
+	if second.find("old").Hash != first.find("old").Hash {
+		t.Error("a file with an old stat that matches the cache was read again")
 	}
 }

@@ -172,30 +172,46 @@ type walkEntry struct {
 	d    fs.DirEntry
 }
 
+// readFolder lists dir (sorted by name) and returns the .gitignore files
+// in force in it: st, cut at a nested repository (the rules above a .git
+// stop there), plus dir's own .gitignore. ok is false when dir cannot be
+// read. The .gitignore is read only when the listing names one, so a
+// folder without one costs no failed open.
+func readFolder(dir string, st ignoreStack) (entries []fs.DirEntry, inner ignoreStack, ok bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, false
+	}
+	hasIgnore := false
+	for _, e := range entries {
+		switch e.Name() {
+		case ".git":
+			st = nil
+		case ".gitignore":
+			hasIgnore = true
+		}
+	}
+	if hasIgnore {
+		if f := loadIgnore(dir); f != nil {
+			st = append(st[:len(st):len(st)], f)
+		}
+	}
+	return entries, st, true
+}
+
 // walkFiles visits every non-folder entry under root that .gitignore rules
 // do not exclude, skipping .git and not following symlinked folders.
 // maxDepth limits how deep below root it goes (-1: no limit). fn returning
 // false stops the walk. Unreadable folders are skipped.
 func walkFiles(ctx context.Context, root string, maxDepth int, fn func(walkEntry) bool) error {
-	st := parentIgnores(root)
 	var walk func(dir string, st ignoreStack, depth int) (bool, error)
 	walk = func(dir string, st ignoreStack, depth int) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
+		entries, st, ok := readFolder(dir, st)
+		if !ok {
 			return true, nil
-		}
-		for _, e := range entries {
-			if e.Name() == ".git" {
-				// A nested repository: the rules above it stop there.
-				st = nil
-				break
-			}
-		}
-		if f := loadIgnore(dir); f != nil {
-			st = append(st[:len(st):len(st)], f)
 		}
 		for _, e := range entries {
 			name := e.Name()
@@ -223,62 +239,56 @@ func walkFiles(ctx context.Context, root string, maxDepth int, fn func(walkEntry
 		}
 		return true, nil
 	}
-	_, err := walk(root, st, 0)
+	_, err := walk(root, parentIgnores(root), 0)
 	return err
 }
 
-// WalkWorkspace visits every file, symlink or other non-folder entry under
-// root that .gitignore rules do not exclude, the way glob and grep see a
-// workspace: .git skipped, symlinked folders not followed, unreadable
-// folders skipped. skipDir, when not nil, prunes a folder (by absolute
-// path) before it is read; fn returning false stops the walk. Workspace
-// snapshots (core/snapshot) use it so a rewind restores what the file
-// tools can find.
-func WalkWorkspace(ctx context.Context, root string, skipDir func(abs string) bool, fn func(abs string, d fs.DirEntry) bool) error {
-	st := parentIgnores(root)
+// WalkWorkspace visits every folder under root that .gitignore rules do
+// not exclude, the way glob and grep see a workspace (.git skipped,
+// symlinked folders not followed, unreadable folders skipped), calling fn
+// once per folder with the folder's files, symlinks and other non-folder
+// entries the rules keep, sorted by name, before its subfolders; a folder
+// with none is not reported. Handing over a folder at a time lets a caller
+// stat its files relative to the folder, and share the folders among
+// workers. skipDir, when not nil, prunes a folder (by absolute path)
+// before it is read; fn returning false stops the walk. fn may keep
+// files. Workspace snapshots (core/snapshot) use it so a rewind restores
+// what the file tools can find.
+func WalkWorkspace(ctx context.Context, root string, skipDir func(abs string) bool, fn func(dir string, files []fs.DirEntry) bool) error {
 	var walk func(dir string, st ignoreStack) (bool, error)
 	walk = func(dir string, st ignoreStack) (bool, error) {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
+		entries, st, ok := readFolder(dir, st)
+		if !ok {
 			return true, nil
 		}
+		var files, dirs []fs.DirEntry
 		for _, e := range entries {
-			if e.Name() == ".git" {
-				st = nil // a nested repository: the rules above it stop there
-				break
+			if e.Name() == ".git" || len(st) > 0 && st.ignored(filepath.Join(dir, e.Name()), e.IsDir()) {
+				continue
+			}
+			if e.IsDir() {
+				dirs = append(dirs, e)
+			} else {
+				files = append(files, e)
 			}
 		}
-		if f := loadIgnore(dir); f != nil {
-			st = append(st[:len(st):len(st)], f)
+		if len(files) > 0 && !fn(dir, files) {
+			return false, nil
 		}
-		for _, e := range entries {
-			name := e.Name()
-			if name == ".git" {
+		for _, e := range dirs {
+			abs := filepath.Join(dir, e.Name())
+			if skipDir != nil && skipDir(abs) {
 				continue
 			}
-			abs := filepath.Join(dir, name)
-			isDir := e.IsDir()
-			if st.ignored(abs, isDir) {
-				continue
-			}
-			if isDir {
-				if skipDir != nil && skipDir(abs) {
-					continue
-				}
-				if cont, err := walk(abs, st); err != nil || !cont {
-					return cont, err
-				}
-				continue
-			}
-			if !fn(abs, e) {
-				return false, nil
+			if cont, err := walk(abs, st); err != nil || !cont {
+				return cont, err
 			}
 		}
 		return true, nil
 	}
-	_, err := walk(root, st)
+	_, err := walk(root, parentIgnores(root))
 	return err
 }
