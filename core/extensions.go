@@ -60,7 +60,7 @@ func (s *Session) loadExtensions(agentType string) error {
 	diags = append(diags, ds...)
 	base := s.rt.baseTools()
 	known := func(n string) bool {
-		return base.byName[n] != nil || n == skillToolName || strings.HasPrefix(n, "mcp__")
+		return base.byName[n] != nil || slices.Contains(base.withheld, n) || n == skillToolName || strings.HasPrefix(n, "mcp__")
 	}
 	st.agents, ds = ext.LoadAgents(st.roots, known)
 	diags = append(diags, ds...)

@@ -559,7 +559,8 @@ func (s *Session) prepare(ctx context.Context, turn int, c model.ToolCall, caps 
 	}
 	p.t, p.repaired = s.resolveTool(c.Name)
 	if p.t == nil {
-		p.out = &outcome{res: s.unknownTool(c.Name), code: event.ToolUnknown}
+		res, code := s.unknownTool(c.Name)
+		p.out = &outcome{res: res, code: code}
 		return p
 	}
 	args := strings.TrimSpace(c.Arguments)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dsh-dev/dsh/core/event"
@@ -85,14 +86,20 @@ func normToolName(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "-", "_")
 }
 
-// unknownTool is told for a call naming no tool.
-func (s *Session) unknownTool(name string) tool.Result {
+// unknownTool is told for a call naming no tool offered, with its code: a
+// tool the deny list withholds is refused as the gate would refuse it.
+func (s *Session) unknownTool(name string) (tool.Result, string) {
+	ts := s.tools()
+	if i := slices.IndexFunc(ts.withheld, func(w string) bool { return normToolName(w) == normToolName(name) }); i >= 0 {
+		return tool.ErrorResult(fmt.Sprintf("permission denied: %s is refused by the disallowed-tools list (deny %s(*)) and is not one of your tools; the call was not run.",
+			ts.withheld[i], ts.withheld[i])), event.ToolPermissionDenied
+	}
 	var names []string
-	for _, t := range s.tools().tools {
+	for _, t := range ts.tools {
 		names = append(names, t.Name())
 	}
 	return tool.ErrorResult(fmt.Sprintf("unknown tool %q; the call was not run. The tools are: %s.",
-		name, strings.Join(names, ", ")))
+		name, strings.Join(names, ", "))), event.ToolUnknown
 }
 
 // repairNote is put before the result of a call whose name was repaired.

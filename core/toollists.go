@@ -1,6 +1,10 @@
 package core
 
-import "github.com/dsh-dev/dsh/core/mcp"
+import (
+	"slices"
+
+	"github.com/dsh-dev/dsh/core/mcp"
+)
 
 // ToolListWarnings says which entries of the runtime's allow and deny
 // lists match none of the session's tools. Entries naming an MCP server
@@ -10,8 +14,9 @@ func (s *Session) ToolListWarnings() []string {
 	if lists.Empty() {
 		return nil
 	}
-	var names []string
-	for _, t := range s.Tools() {
+	ts := s.tools()
+	names := slices.Clone(ts.withheld) // not offered, but tools all the same
+	for _, t := range ts.tools {
 		names = append(names, t.Name())
 	}
 	starting := map[string]bool{}

@@ -27,9 +27,34 @@ type toolset struct {
 	byName map[string]tool.Tool
 	specs  []model.ToolSpec
 	json   []byte
+	// withheld are the names of the tools left out because the deny list
+	// names them whole: they exist, they are not offered.
+	withheld []string
 	// base and mcpVersion are what the set was built from.
 	base       *toolset
 	mcpVersion uint64
+}
+
+// offer builds the toolset of ts without the tools the runtime's deny
+// list names whole (--disallowed-tools bash): the model is never offered
+// a tool every call of which would be refused. withheld adds names left
+// out of an earlier list (the base's, under a session's).
+func (r *Runtime) offer(ts []tool.Tool, withheld []string) *toolset {
+	lists := r.cfg.ToolLists
+	kept := ts
+	if len(lists.Deny) > 0 {
+		kept = make([]tool.Tool, 0, len(ts))
+		for _, t := range ts {
+			if lists.Withholds(t.Name()) {
+				withheld = append(withheld, t.Name())
+				continue
+			}
+			kept = append(kept, t)
+		}
+	}
+	set := newToolset(kept)
+	set.withheld = withheld
+	return set
 }
 
 func newToolset(ts []tool.Tool) *toolset {
@@ -63,7 +88,7 @@ func (r *Runtime) baseTools() *toolset {
 	if b != nil {
 		return b
 	}
-	b = newToolset(ts)
+	b = r.offer(ts, nil)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -107,7 +132,7 @@ func (s *Session) sessionTools() *toolset {
 	if a := s.ext.agent; a != nil && a.Tools != nil {
 		all = slices.DeleteFunc(all, func(t tool.Tool) bool { return !slices.Contains(a.Tools, t.Name()) })
 	}
-	ts := newToolset(all)
+	ts := s.rt.offer(all, base.withheld)
 	ts.base, ts.mcpVersion = base, v
 	return ts
 }

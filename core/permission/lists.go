@@ -19,6 +19,14 @@ type Lists struct {
 	Deny  []Rule
 }
 
+// Withholds reports whether the deny list names tool name whole (an entry
+// without a pattern): such a tool is refused in every call, so it is not
+// offered to the model at all. A pattern entry (bash(rm *)) refuses only
+// the calls it matches, at call time.
+func (l Lists) Withholds(name string) bool {
+	return slices.ContainsFunc(l.Deny, func(r Rule) bool { return r.Tool == name && r.Pattern == "*" })
+}
+
 // Empty reports whether neither list has an entry.
 func (l Lists) Empty() bool { return len(l.Allow) == 0 && len(l.Deny) == 0 }
 

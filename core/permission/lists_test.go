@@ -85,3 +85,21 @@ func TestListsDecideInEveryMode(t *testing.T) {
 		t.Errorf("without the list an unmarked MCP tool needs an answer: %+v", d)
 	}
 }
+
+// Withholds: only an entry naming the tool whole withholds it; a pattern
+// entry refuses some calls, at call time, and leaves the tool offered.
+func TestListsWithholds(t *testing.T) {
+	deny, err := ParseToolList("Bash, write(secret/**), mcp__s__t", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Lists{Deny: deny}
+	for name, want := range map[string]bool{"bash": true, "mcp__s__t": true, "write": false, "read": false} {
+		if got := l.Withholds(name); got != want {
+			t.Errorf("Withholds(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if (Lists{Allow: deny}).Withholds("bash") {
+		t.Error("an allow entry withholds nothing")
+	}
+}
