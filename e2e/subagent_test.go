@@ -1306,8 +1306,11 @@ func TestSubagentChildEnv(t *testing.T) {
 	plan := saPlan{Scenario: "env", Agents: []string{saDshSDK, saDshACP, other}, Final: "never",
 		Children: map[string]saChild{saDshSDK: {Stall: true}, saDshACP: {Stall: true}, other: {Stall: true}}}
 	sw := newSAWorld(t, plan, saOpts{sse: true,
-		env:   []string{"GITHUB_TOKEN=e2e-parent-token", "DSH_STEP_CAP=77", "E2E_PLAIN=kept"},
-		flags: []string{"--step-cap", "66"}, // a flag wins over the environment, for the children too
+		env: []string{"GITHUB_TOKEN=e2e-parent-token", "DSH_STEP_CAP=77", "E2E_PLAIN=kept",
+			"DSH_SANDBOX=auto", "DSH_SANDBOX_NETWORK=false", "DSH_COMMAND_ENV=E2E_PLAIN", "DSH_DISALLOWED_TOOLS=web_fetch"},
+		// A flag wins over the environment, for the children too; what
+		// limits the parent's tools limits the children's.
+		flags: []string{"--step-cap", "66", "--sandbox", "required", "--disallowed-tools", "bash(rm *)"},
 		providers: map[string]map[string]any{other: {"protocol": "acp", "command": []string{dshBin, "acp"},
 			"env": map[string]string{"DEEPSEEK_API_KEY": modeltest.TestKey}}},
 	})
@@ -1332,11 +1335,18 @@ func TestSubagentChildEnv(t *testing.T) {
 			"DSH_STEP_CAP":         "66",
 			"DSH_PROVIDER":         "deepseek-official",
 			"DSH_SESSION_ROOT":     sw.Root,
+			"DSH_SANDBOX":          "required",
+			"DSH_SANDBOX_NETWORK":  "false",
+			"DSH_COMMAND_ENV":      "E2E_PLAIN",
+			"DSH_DISALLOWED_TOOLS": "web_fetch, bash(rm *)",
 		}
 		if a == other {
 			// Not our binary as far as the gateway knows: no DSH_*
 			// settings but the depth; the key came from its config.
-			want["DSH_STEP_CAP"], want["DSH_PROVIDER"], want["DSH_SESSION_ROOT"] = "", "", ""
+			for _, k := range []string{"DSH_STEP_CAP", "DSH_PROVIDER", "DSH_SESSION_ROOT", "DSH_SANDBOX", "DSH_SANDBOX_NETWORK",
+				"DSH_COMMAND_ENV", "DSH_DISALLOWED_TOOLS"} {
+				want[k] = ""
+			}
 		}
 		for k, v := range want {
 			if env[k] != v {

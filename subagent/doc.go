@@ -45,8 +45,13 @@
 //     session's config), DSH_PERMISSION_MODE (the parent session's mode),
 //     DSH_SESSION_ROOT, DSH_HOME, DSH_CONFIG, DSH_SCRIPT, DSH_LOG_LEVEL,
 //     DSH_STEP_CAP, DSH_FIRST_DATA_TIMEOUT, DSH_STALL_TIMEOUT,
-//     DEEPSEEK_BASE_URL, OPENAI_BASE_URL (from the parent's environment,
-//     overridden by SetDshEnv), and the API key variable of the parent's
+//     DEEPSEEK_BASE_URL, OPENAI_BASE_URL, and what limits its tools as
+//     the parent's are: DSH_SANDBOX, DSH_SANDBOX_NETWORK,
+//     DSH_SANDBOX_HIDE_PATHS, DSH_SANDBOX_WRITABLE_PATHS, DSH_COMMAND_ENV,
+//     DSH_WEB_FETCH_ALLOW_PRIVATE, DSH_ALLOWED_TOOLS, DSH_DISALLOWED_TOOLS,
+//     DSH_MCP_START_WAIT (from the parent's environment, overridden by
+//     SetDshEnv: the dsh binary sets the sandbox setting and the tool
+//     lists' flag entries there), and the API key variable of the parent's
 //     provider (DEEPSEEK_API_KEY or OPENAI_API_KEY). The key is the one
 //     exception to the credential scrub: the child is our own binary doing
 //     the parent's work with the parent's model, so it is trusted as the

@@ -30,6 +30,10 @@ const EnvMaxTokens = "DSH_MAX_TOKENS"
 var dshPassThrough = []string{
 	"DSH_SESSION_ROOT", "DSH_HOME", "DSH_CONFIG", "DSH_SCRIPT", "DSH_LOG_LEVEL", "DSH_STEP_CAP",
 	"DSH_FIRST_DATA_TIMEOUT", "DSH_STALL_TIMEOUT", "DEEPSEEK_BASE_URL", "OPENAI_BASE_URL",
+	// What contains and limits the child's tools as the parent's are.
+	"DSH_SANDBOX", "DSH_SANDBOX_NETWORK", "DSH_SANDBOX_HIDE_PATHS", "DSH_SANDBOX_WRITABLE_PATHS",
+	"DSH_COMMAND_ENV", "DSH_WEB_FETCH_ALLOW_PRIVATE", "DSH_ALLOWED_TOOLS", "DSH_DISALLOWED_TOOLS",
+	"DSH_MCP_START_WAIT",
 }
 
 // keyEnv is the API key variable of a model provider ("" if it has none).

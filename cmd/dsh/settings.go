@@ -82,8 +82,13 @@ type Settings struct {
 	// besides the base set (commandEnv, DSH_COMMAND_ENV).
 	CommandEnv []string
 	// ToolLists are the allow and deny lists of tools (--allowed-tools,
-	// --disallowed-tools, allowedTools, disallowedTools).
+	// --disallowed-tools, allowedTools, disallowedTools, DSH_ALLOWED_TOOLS,
+	// DSH_DISALLOWED_TOOLS).
 	ToolLists permission.Lists
+	// ToolListsGiven are the lists' entries given outside the config file
+	// (environment and flags), as written: what a dsh subagent child is
+	// handed through its environment (it reads the same config file).
+	ToolListsGiven struct{ Allow, Deny string }
 	// MCPServers are the config file's "mcpServers" (an unusable entry is
 	// kept with Invalid set, and reported when a session starts).
 	MCPServers []mcp.ServerConfig
@@ -136,6 +141,8 @@ const envDoc = `Environment:
   DSH_SANDBOX_HIDE_PATHS more places sandboxed commands cannot read, ':'-separated (added to the config file's)
   DSH_SANDBOX_WRITABLE_PATHS more folders sandboxed commands may write, ':'-separated (added to the config file's)
   DSH_COMMAND_ENV        more variables commands inherit: names or NAME* prefixes, commas or spaces between
+  DSH_ALLOWED_TOOLS      more entries of the allow list, as --allowed-tools takes them (added to the config file's)
+  DSH_DISALLOWED_TOOLS   more entries of the deny list, as --disallowed-tools takes them (added to the config file's)
   DSH_FIRST_DATA_TIMEOUT wait for a model's first data, e.g. 11m (default)
   DSH_STALL_TIMEOUT      silence allowed once data flows, e.g. 180s (default)
   DSH_MCP_START_WAIT     how long opening a session waits for its MCP servers, e.g. 10s (default 1.5s)

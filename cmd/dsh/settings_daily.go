@@ -105,17 +105,21 @@ func checkWritableDir(p string) error {
 }
 
 func (f *settingFlags) resolveToolLists(r *resolver, s *Settings, fc fileConfig) error {
-	parse := func(key, flag string, file, flagged []string, allow bool) ([]permission.Rule, error) {
+	parse := func(key, flag, env string, file, flagged []string, allow bool) ([]permission.Rule, string, error) {
 		var out []permission.Rule
-		var sources []string
+		var sources, given []string
+		if v := os.Getenv(env); strings.TrimSpace(v) != "" {
+			given = append(given, v)
+		}
+		given = append(given, flagged...)
 		for _, src := range []struct {
 			entries []string
 			source  string
-		}{{file, "config file " + key}, {flagged, "flag --" + flag}} {
+		}{{file, "config file " + key}, {given[:len(given)-len(flagged)], "environment " + env}, {flagged, "flag --" + flag}} {
 			for _, e := range src.entries {
 				rs, err := permission.ParseToolList(e, allow)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", src.source, err)
+					return nil, "", fmt.Errorf("%s: %w", src.source, err)
 				}
 				out = append(out, rs...)
 			}
@@ -124,13 +128,13 @@ func (f *settingFlags) resolveToolLists(r *resolver, s *Settings, fc fileConfig)
 			}
 		}
 		r.sources[key] = sourceList(sources)
-		return out, nil
+		return out, strings.Join(given, ", "), nil
 	}
 	var err error
-	if s.ToolLists.Allow, err = parse("allowedTools", "allowed-tools", fc.AllowedTools, f.allowedTools, true); err != nil {
+	if s.ToolLists.Allow, s.ToolListsGiven.Allow, err = parse("allowedTools", "allowed-tools", "DSH_ALLOWED_TOOLS", fc.AllowedTools, f.allowedTools, true); err != nil {
 		return err
 	}
-	s.ToolLists.Deny, err = parse("disallowedTools", "disallowed-tools", fc.DisallowedTools, f.disallowedTools, false)
+	s.ToolLists.Deny, s.ToolListsGiven.Deny, err = parse("disallowedTools", "disallowed-tools", "DSH_DISALLOWED_TOOLS", fc.DisallowedTools, f.disallowedTools, false)
 	return err
 }
 

@@ -60,18 +60,23 @@ func TestCommandEnvSetting(t *testing.T) {
 	}
 }
 
-// The tool lists add up from the config file and the flags; Claude Code's
-// spellings name dsh's tools; a malformed entry is an error naming where.
+// The tool lists add up from the config file, the environment and the
+// flags; Claude Code's spellings name dsh's tools; a malformed entry is an
+// error naming where.
 func TestToolListSettings(t *testing.T) {
 	shown := configShown(t, map[string]any{"allowedTools": []string{"Bash(git log:*)", "mcp__mem__create"}, "disallowedTools": []string{"WebFetch"}},
-		nil, "--allowed-tools", "read,edit(src/**)", "--disallowed-tools", "bash(git push)")
+		map[string]string{"DSH_DISALLOWED_TOOLS": "edit(secret/**, x), glob"}, "--allowed-tools", "read,edit(src/**)", "--disallowed-tools", "bash(git push)")
 	if got := shown["allowedTools"]; got["value"] != "bash(git log), mcp__mem__create, read, edit(src/**)" || got["source"] != "config file + flag --allowed-tools" {
 		t.Errorf("allowedTools = %v", got)
 	}
-	if got := shown["disallowedTools"]; got["value"] != "web_fetch, bash(git push)" {
+	if got := shown["disallowedTools"]; got["value"] != "web_fetch, edit(secret/**, x), glob, bash(git push)" ||
+		got["source"] != "config file + environment DSH_DISALLOWED_TOOLS + flag --disallowed-tools" {
 		t.Errorf("disallowedTools = %v", got)
 	}
 	if code, _, stderr := runConfig(t, nil, nil, "--allowed-tools", "bash(git"); code != 2 || !strings.Contains(stderr, "flag --allowed-tools") {
 		t.Errorf("a malformed entry: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := runConfig(t, nil, map[string]string{"DSH_ALLOWED_TOOLS": "read("}); code != 2 || !strings.Contains(stderr, "environment DSH_ALLOWED_TOOLS") {
+		t.Errorf("a malformed entry in the environment: exit %d, %s", code, stderr)
 	}
 }

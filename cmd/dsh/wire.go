@@ -170,6 +170,13 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	if s.CompactAt > 0 {
 		childEnv["DSH_COMPACT_AT"] = strconv.FormatFloat(s.CompactAt, 'g', -1, 64)
 	}
+	// What limits the children as it limits us, whether it came from a
+	// flag, the environment or the config file: the sandbox setting and
+	// the tool lists' entries given outside the file (the child reads the
+	// same file). A child never runs with less containment than we do.
+	childEnv["DSH_SANDBOX"] = s.Sandbox
+	childEnv["DSH_ALLOWED_TOOLS"] = s.ToolListsGiven.Allow
+	childEnv["DSH_DISALLOWED_TOOLS"] = s.ToolListsGiven.Deny
 	if s.Provider == "openai-compatible" {
 		childEnv["OPENAI_BASE_URL"] = s.BaseURL
 	} else {
