@@ -330,6 +330,7 @@ func keptHistory(c *conversation, lim contextLimits, summary string) []event.Che
 		for _, tc := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, event.CheckpointToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
+		cm.ServerFields = checkpointServerFields(m.ServerFields)
 		out = append(out, cm)
 	}
 	task := -1

@@ -175,6 +175,8 @@ func (c *conversation) add(ev event.Event, payload any) {
 			case event.BlockToolCall:
 				m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Arguments})
 				c.pending = append(c.pending, b.ID)
+			case event.BlockServer:
+				m.ServerFields = append(m.ServerFields, model.ServerField{Name: b.Name, Value: []byte(b.Text)})
 			}
 		}
 		m.Reasoning, m.Content = reasoning.String(), text.String()

@@ -388,8 +388,11 @@ func (s *Session) commitStep(turn, step int, cfg event.Config, prov model.Provid
 	if err != nil {
 		return nil, nil, err
 	}
+	msgID := uuid.NewString()
+	server, webEvs, webPayloads := serverBlocks(turn, step, msgID, resp.ServerFields)
+	content = append(content, server...)
 	am := event.AssistantMessage{Turn: turn, Step: step, Usage: resp.Usage, FinishReason: resp.FinishReason,
-		Message: event.Message{ID: uuid.NewString(), Role: "assistant", Content: content,
+		Message: event.Message{ID: msgID, Role: "assistant", Content: content,
 			Source: event.Source{Kind: "model", Provider: cfg.Provider, Model: cfg.Model}}}
 	am.Cost = s.rt.priceCall(cfg.Model, resp.Usage)
 	amEv := event.New(event.TypeAssistantMessage, am)
@@ -407,6 +410,8 @@ func (s *Session) commitStep(turn, step int, cfg event.Config, prov model.Provid
 		tc.Facts = &facts
 		evs, payloads = append(evs, event.New(event.TypeToolCall, tc)), append(payloads, tc)
 	}
+	// The web searches the server ran, after the model's own calls.
+	evs, payloads = append(evs, webEvs...), append(payloads, webPayloads...)
 	committed, err := s.commitAll(evs, payloads)
 	if err != nil {
 		return nil, nil, err

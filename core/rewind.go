@@ -383,6 +383,7 @@ func (s *Session) rewindCheckpoint(evs []event.Event, before int64) *event.Compa
 		for _, tc := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, event.CheckpointToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
+		cm.ServerFields = checkpointServerFields(m.ServerFields)
 		hist = append(hist, cm)
 	}
 	s.commitMu.Lock()

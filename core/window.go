@@ -79,6 +79,9 @@ func msgBytesCapped(m *model.Message, capBytes int) int64 {
 	for _, tc := range m.ToolCalls {
 		n += int64(len(tc.ID) + len(tc.Name) + len(tc.Arguments) + msgOverhead)
 	}
+	for _, f := range m.ServerFields {
+		n += int64(len(f.Name) + len(f.Value))
+	}
 	return n
 }
 
@@ -132,6 +135,9 @@ func (c *conversation) restore(history []event.CheckpointMessage) {
 		for _, tc := range h.ToolCalls {
 			m.ToolCalls = append(m.ToolCalls, model.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
+		for _, f := range h.ServerFields {
+			m.ServerFields = append(m.ServerFields, model.ServerField{Name: f.Name, Value: []byte(f.Value)})
+		}
 		if len(h.Attachments) > 0 {
 			if c.atts == nil {
 				c.atts = map[int][]*event.Attachment{}
@@ -141,6 +147,16 @@ func (c *conversation) restore(history []event.CheckpointMessage) {
 		c.msgs = append(c.msgs, m)
 	}
 	c.resize()
+}
+
+// checkpointServerFields are a kept message's server blocks as a
+// checkpoint records them.
+func checkpointServerFields(fs []model.ServerField) []event.CheckpointServerField {
+	var out []event.CheckpointServerField
+	for _, f := range fs {
+		out = append(out, event.CheckpointServerField{Name: f.Name, Value: string(f.Value)})
+	}
+	return out
 }
 
 // pinned reports whether a trim must keep the message.

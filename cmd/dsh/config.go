@@ -29,8 +29,10 @@ type fileConfig struct {
 	Subagents       json.RawMessage `json:"subagents"`
 	// WebFetchAllowPrivate lets web_fetch reach loopback and private
 	// network addresses.
-	WebFetchAllowPrivate *bool           `json:"webFetchAllowPrivate"`
-	MCPServers           json.RawMessage `json:"mcpServers"`
+	WebFetchAllowPrivate *bool `json:"webFetchAllowPrivate"`
+	// WebSearch is "off", "on", "all", true or false (Settings.WebSearch).
+	WebSearch  json.RawMessage `json:"webSearch"`
+	MCPServers json.RawMessage `json:"mcpServers"`
 	// MCPRestarts is how often a server that dies is restarted within
 	// 5 minutes (0: never).
 	MCPRestarts *int `json:"mcpRestarts"`

@@ -201,6 +201,7 @@ func settingRows(s Settings) [][3]string {
 		"stepCap": itoa(s.StepCap), "logLevel": strings.ToLower(s.LogLevel.String()),
 		"contextWindow": strconv.FormatInt(s.ContextWindow, 10), "compactAt": strconv.FormatFloat(s.CompactAt, 'g', -1, 64),
 		"webFetchAllowPrivate":   strconv.FormatBool(s.WebFetchAllowPrivate),
+		"webSearch":              s.WebSearch,
 		"sandbox":                s.Sandbox,
 		"sandboxNetwork":         strconv.FormatBool(s.SandboxNetwork),
 		"sandboxHidePaths":       "none",

@@ -63,6 +63,9 @@ type Settings struct {
 	Subagents json.RawMessage
 	// WebFetchAllowPrivate lets web_fetch reach non-public addresses.
 	WebFetchAllowPrivate bool
+	// WebSearch declares DeepSeek's server-side web tools: off, on (the
+	// deepseek-official provider) or all (OpenAI-compatible endpoints too).
+	WebSearch string
 	// Sandbox is auto | required | off; SandboxNetwork false turns the
 	// network off for commands (core/sandbox).
 	Sandbox        string
@@ -114,7 +117,7 @@ type settingFlags struct {
 	stepCapSet                                                                    bool // --step-cap given, even as 0
 	contextWindow, compactAt                                                      string
 	patches                                                                       []string
-	sandbox                                                                       string
+	sandbox, webSearch                                                            string
 	allowedTools, disallowedTools                                                 []string
 }
 
@@ -136,6 +139,7 @@ const envDoc = `Environment:
   DSH_CONTEXT_WINDOW     context window in tokens (default: the model's; DeepSeek 1000000, others 128000)
   DSH_COMPACT_AT         share of the window at which a session compacts (default 0.8)
   DSH_WEB_FETCH_ALLOW_PRIVATE  true lets web_fetch reach loopback and private addresses
+  DSH_WEB_SEARCH         off | on | all: DeepSeek's server-side web tools, billed per search (default off)
   DSH_SANDBOX            auto | required | off: contain the commands the model runs (default auto)
   DSH_SANDBOX_NETWORK    false turns the network off for sandboxed commands (default true)
   DSH_SANDBOX_HIDE_PATHS more places sandboxed commands cannot read, ':'-separated (added to the config file's)
@@ -177,6 +181,7 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	fs.StringVar(&f.contextWindow, "context-window", "", "context window in tokens (default: the model's) [$DSH_CONTEXT_WINDOW]")
 	fs.StringVar(&f.compactAt, "compact-at", "", "share of the window at which a session compacts (default 0.8) [$DSH_COMPACT_AT]")
 	fs.StringVar(&f.sandbox, "sandbox", "", "contain the commands the model runs: auto | required | off [$DSH_SANDBOX]")
+	fs.StringVar(&f.webSearch, "web-search", "", "DeepSeek's server-side web search and page reading: off | on | all (also OpenAI-compatible endpoints); billed per search (default off) [$DSH_WEB_SEARCH]")
 	fs.Func("allowed-tools", "tools that run without asking, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable)", func(v string) error {
 		f.allowedTools = append(f.allowedTools, v)
 		return nil
@@ -458,6 +463,9 @@ func (f *settingFlags) resolveRest(r *resolver, s *Settings, fc fileConfig) erro
 		}
 	}
 	s.Patches = f.patches
+	if err := f.resolveWebSearch(r, s, fc); err != nil {
+		return err
+	}
 	if err := f.resolveSandbox(r, s, fc); err != nil {
 		return err
 	}
@@ -530,6 +538,32 @@ func optFloat(p *float64) string {
 		return ""
 	}
 	return strconv.FormatFloat(*p, 'g', -1, 64)
+}
+
+// resolveWebSearch picks webSearch (flag, env, file, off). The file takes
+// true and false too.
+func (f *settingFlags) resolveWebSearch(r *resolver, s *Settings, fc fileConfig) error {
+	file := ""
+	if len(fc.WebSearch) > 0 {
+		var b bool
+		if json.Unmarshal(fc.WebSearch, &b) == nil {
+			file = strconv.FormatBool(b)
+		} else if json.Unmarshal(fc.WebSearch, &file) != nil {
+			return fmt.Errorf(`webSearch in the config file must be "off", "on", "all", true or false`)
+		}
+	}
+	v := r.pick("webSearch", fromFlag("web-search", f.webSearch), fromEnv("DSH_WEB_SEARCH"), fromFile(file), byDefault("off"))
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "off", "false":
+		s.WebSearch = "off"
+	case "on", "true":
+		s.WebSearch = "on"
+	case "all":
+		s.WebSearch = "all"
+	default:
+		return fmt.Errorf("webSearch %q from %s: want off, on (DeepSeek's provider) or all (OpenAI-compatible endpoints too)", v, r.sources["webSearch"])
+	}
+	return nil
 }
 
 // resolveSandbox picks sandbox (flag, env, file, auto) and sandboxNetwork

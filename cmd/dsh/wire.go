@@ -66,7 +66,8 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 // settings for the configured provider, the environment for another one
 // (an SDK host may initialize with a different provider).
 func providerOptions(s Settings, name string) model.Options {
-	opts := model.Options{ScriptPath: s.Script, FirstDataTimeout: s.FirstDataTimeout, StallTimeout: s.StallTimeout}
+	opts := model.Options{ScriptPath: s.Script, FirstDataTimeout: s.FirstDataTimeout, StallTimeout: s.StallTimeout,
+		WebTools: s.WebSearch == "on" || s.WebSearch == "all", WebToolsAnyEndpoint: s.WebSearch == "all"}
 	if name == s.Provider {
 		opts.BaseURL, opts.APIKey = s.BaseURL, s.APIKey
 		return opts

@@ -88,6 +88,15 @@ type CheckpointMessage struct {
 	ToolCalls   []CheckpointToolCall `json:"toolCalls,omitempty"`
 	ToolCallID  string               `json:"toolCallId,omitempty"`
 	Attachments []*Attachment        `json:"attachments,omitempty"`
+	// ServerFields are the kept assistant message's server blocks
+	// (BlockServer: name, and the JSON as received).
+	ServerFields []CheckpointServerField `json:"serverFields,omitempty"`
+}
+
+// CheckpointServerField is a server block of a kept assistant message.
+type CheckpointServerField struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // CheckpointToolCall is a tool call of a kept assistant message.

@@ -12,6 +12,11 @@ const (
 	BlockImage      = "image"
 	BlockToolCall   = "tool-call"
 	BlockToolResult = "tool-result"
+	// BlockServer (ours) is a member of the model's reply that dsh sends
+	// back without reading it: the result blocks of DeepSeek's server-side
+	// web tools. Name is the member, Text its JSON exactly as received
+	// (kept as a string so the bytes survive the log unchanged).
+	BlockServer = "server"
 )
 
 // ContentBlock is one block of message content. It is a tagged union kept as
@@ -73,6 +78,8 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 		w.Attachment = b.Attachment
 	case BlockToolCall:
 		w.ID, w.Name, w.Arguments = b.ID, b.Name, &b.Arguments
+	case BlockServer:
+		w.Name, w.Text = b.Name, &b.Text
 	case BlockToolResult:
 		c := b.Content
 		if c == nil {

@@ -27,7 +27,11 @@ type Message struct {
 	// there was none (DeepSeek 400s otherwise; spec §1.4).
 	Reasoning  string
 	ToolCalls  []ToolCall
-	ToolCallID string // role tool
+	// ServerFields are the members of an assistant reply dsh did not
+	// know (the result blocks of DeepSeek's server-side web tools), sent
+	// back on the message exactly as received (see ServerField).
+	ServerFields []ServerField
+	ToolCallID   string // role tool
 	// Kind says why the history holds a message, for compaction (never
 	// sent): "" for the conversation itself, or one of the MessageKind
 	// constants.
@@ -80,6 +84,18 @@ type ToolCall struct {
 	FromText bool
 }
 
+// ServerField is a member of a streamed assistant reply that is not one
+// dsh reads (content, reasoning, tool calls): with DeepSeek's server-side
+// web tools declared, the server returns its search and page results in
+// the reply, and its guide asks the client to send them back unchanged in
+// the next round. Value is the member's JSON as received: for an array
+// streamed over several chunks, their elements in order, each verbatim;
+// for a string, the fragments joined; otherwise the last value sent.
+type ServerField struct {
+	Name  string
+	Value json.RawMessage
+}
+
 // ToolSpec describes a tool to the model. Parameters is a JSON Schema kept
 // as raw bytes so it is sent byte-identical on every request.
 type ToolSpec struct {
@@ -112,6 +128,7 @@ type Response struct {
 	Reasoning    string
 	Text         string
 	ToolCalls    []ToolCall
+	ServerFields []ServerField // only when the provider declares server tools
 	FinishReason string // stop | tool_calls | length | content_filter
 	Usage        *event.Usage
 	RequestID    string
@@ -223,4 +240,12 @@ type Options struct {
 	StallTimeout time.Duration
 	// MaxLineBytes caps one SSE line. Default 64 MiB.
 	MaxLineBytes int
+	// WebTools declares DeepSeek's server-side web tools
+	// (deepseek_web_search, deepseek_read_url) in every request, and keeps
+	// the result blocks of the replies (Response.ServerFields). The
+	// DeepSeek provider only, unless WebToolsAnyEndpoint: an
+	// OpenAI-compatible endpoint declares them only when told to (a proxy
+	// in front of DeepSeek).
+	WebTools            bool
+	WebToolsAnyEndpoint bool
 }

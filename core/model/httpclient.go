@@ -32,6 +32,9 @@ type httpProvider struct {
 	firstData time.Duration
 	stall     time.Duration
 	maxLine   int
+	// webTools: DeepSeek's server-side web tools are declared, and the
+	// replies' members dsh does not read are kept (serverFields).
+	webTools bool
 }
 
 func newHTTPProvider(name string, d dialect, base string, opts Options) *httpProvider {
@@ -60,6 +63,7 @@ func newHTTPProvider(name string, d dialect, base string, opts Options) *httpPro
 		firstData: opts.FirstDataTimeout,
 		stall:     opts.StallTimeout,
 		maxLine:   opts.MaxLineBytes,
+		webTools:  opts.WebTools && (d == dialectDeepSeek || opts.WebToolsAnyEndpoint),
 	}
 	if p.firstData <= 0 {
 		p.firstData = DefaultFirstDataTimeout
@@ -91,7 +95,7 @@ func (p *httpProvider) CloseIdleConnections() { p.transport.CloseIdleConnections
 // plan resolves the thinking, effort and max_tokens settings of req.
 func (p *httpProvider) plan(req *Request) (bodyPlan, error) {
 	caps := p.Caps(req.Model)
-	plan := bodyPlan{dialect: p.dialect, maxTokens: req.MaxTokens}
+	plan := bodyPlan{dialect: p.dialect, maxTokens: req.MaxTokens, webTools: p.webTools}
 	if req.MaxTokens < 0 {
 		return plan, invalidf("max tokens must not be negative (got %d)", req.MaxTokens)
 	}
@@ -223,6 +227,8 @@ type streamState struct {
 	reason  strings.Builder
 	text    strings.Builder
 	gotData bool
+	// server collects the reply's unknown members (web tools on only).
+	server serverFields
 }
 
 func (s *streamState) read(ctx, reqCtx context.Context, body io.Reader, watchdog *time.Timer, streaming *atomic.Bool) (*Response, error) {
@@ -275,6 +281,7 @@ func (s *streamState) read(ctx, reqCtx context.Context, body io.Reader, watchdog
 	}
 	s.resp.Reasoning = s.reason.String()
 	s.resp.Text = s.text.String()
+	s.resp.ServerFields = s.server.fields()
 	for _, idx := range s.sortedIndexes() {
 		acc := s.calls[idx]
 		if acc.id == "" {
@@ -306,6 +313,12 @@ func (s *streamState) chunk(data []byte) error {
 	}
 	if c.Usage != nil {
 		s.resp.Usage = convertUsage(c.Usage)
+	}
+	if s.p.webTools {
+		if err := s.server.chunk(data); err != nil {
+			return &Error{Class: ClassMalformed, Err: err, RequestID: s.resp.RequestID,
+				Message: fmt.Sprintf("%s: a stream chunk's delta is not a JSON object (%v)", s.p.name, err)}
+		}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]

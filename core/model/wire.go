@@ -42,7 +42,16 @@ type bodyPlan struct {
 	// with thinking disabled, reasoningNever).
 	reasoningAlways bool
 	reasoningNever  bool
+	// webTools declares DeepSeek's server-side web tools after the
+	// request's own.
+	webTools bool
 }
+
+// webToolDecls are DeepSeek's server-side web tools as its web tools guide
+// declares them (the form documented for its Messages API; the guide's
+// Chat Completions section was not available to check, see README's
+// Known gaps). Fixed bytes: part of the cached prefix.
+const webToolDecls = `{"type":"deepseek_web_search","name":"deepseek_web_search"},{"type":"deepseek_read_url","name":"deepseek_read_url"}`
 
 // encodeBody writes the request body for req under plan. It validates the
 // parts of the request whose mistakes would otherwise surface as an opaque
@@ -69,7 +78,7 @@ func encodeBody(req *Request, plan bodyPlan) ([]byte, error) {
 		}
 	}
 	b = append(b, ']')
-	if len(req.Tools) > 0 {
+	if len(req.Tools) > 0 || plan.webTools {
 		b = append(b, `,"tools":[`...)
 		for i := range req.Tools {
 			if i > 0 {
@@ -80,6 +89,12 @@ func encodeBody(req *Request, plan bodyPlan) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
+		}
+		if plan.webTools {
+			if len(req.Tools) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, webToolDecls...)
 		}
 		b = append(b, ']')
 	}
@@ -113,6 +128,9 @@ func estimateSize(req *Request) int {
 		n += 64 + len(m.Content) + len(m.Reasoning) + len(m.ToolCallID)
 		for _, tc := range m.ToolCalls {
 			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		for _, f := range m.ServerFields {
+			n += 8 + len(f.Name) + len(f.Value)
 		}
 		for _, im := range m.Images {
 			n += 64 + base64.StdEncoding.EncodedLen(len(im.Data))
@@ -204,6 +222,15 @@ func appendMessage(b []byte, m *Message, i int, plan bodyPlan) ([]byte, error) {
 				b = append(b, `}}`...)
 			}
 			b = append(b, ']')
+		}
+		for j, f := range m.ServerFields {
+			if f.Name == "" || !json.Valid(f.Value) {
+				return nil, invalidf("message %d server field %d is not a named JSON value", i, j)
+			}
+			b = append(b, ',')
+			b = appendString(b, f.Name)
+			b = append(b, ':')
+			b = append(b, f.Value...)
 		}
 	default: // system
 		b = append(b, `,"content":`...)

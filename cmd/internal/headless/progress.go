@@ -378,6 +378,15 @@ func argSummary(tool, args string) string {
 			return ": " + clip(v, 80)
 		}
 	}
+	if qs, ok := m["queries"].([]any); ok && len(qs) > 0 { // a web search DeepSeek's server ran
+		var parts []string
+		for _, q := range qs {
+			if s, ok := q.(string); ok {
+				parts = append(parts, s)
+			}
+		}
+		return ": " + clip(strings.Join(parts, "; "), 80)
+	}
 	if len(m) == 0 {
 		return ""
 	}

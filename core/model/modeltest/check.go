@@ -85,8 +85,9 @@ func (s *Server) check(req *Request) []string {
 		}
 	}
 	for i, t := range b.Tools {
-		if t.Type != "function" || t.Function.Name == "" {
-			add(CheckShape, "tools[%d] is not a named function tool", i)
+		server := (t.Type == "deepseek_web_search" || t.Type == "deepseek_read_url") && t.Name == t.Type
+		if !server && (t.Type != "function" || t.Function.Name == "") {
+			add(CheckShape, "tools[%d] is neither a named function tool nor one of DeepSeek's server tools", i)
 		}
 	}
 

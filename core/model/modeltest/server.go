@@ -549,9 +549,11 @@ type ToolCall struct {
 	} `json:"function"`
 }
 
-// Tool is one entry of "tools".
+// Tool is one entry of "tools": a function tool, or one of DeepSeek's
+// server tools ({"type": "deepseek_web_search", "name": ...}).
 type Tool struct {
 	Type     string `json:"type"`
+	Name     string `json:"name"`
 	Function struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description"`
