@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -45,5 +47,46 @@ func TestRunWebSearch(t *testing.T) {
 	wantExit(t, r, 0)
 	if bytes.Contains(srv.Requests()[2].Raw, []byte(`"name":"deepseek_web_search"`)) {
 		t.Fatalf("declared while off: %s", srv.Requests()[2].Raw)
+	}
+}
+
+// TestACPWebSearchShownAsToolCalls: over ACP, each search and page read the
+// server ran is a tool_call of kind search or fetch, completed.
+func TestACPWebSearchShownAsToolCalls(t *testing.T) {
+	srv, w := newACPWorld(t)
+	blocks := `[{"action":{"type":"search","queries":["acp web"]}},{"action":{"type":"open_page","url":"https://example.com/a"}}]`
+	srv.Enqueue(modeltest.NewStream().Role().Reasoning("search").
+		Data(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"search_blocks":` + blocks + `}}]}`).
+		Text("Done.").Finish("stop").Usage(modeltest.DefaultUsage).Done().Reply())
+	p := startACP(t, w, "--web-search", "on")
+	p.initialize()
+	sid := p.newSession()
+	if stop := p.promptText(sid, "look it up"); stop != "end_turn" {
+		t.Fatalf("stop %q", stop)
+	}
+	calls, done := map[string]string{}, map[string]bool{}
+	for _, fr := range p.all() {
+		u := fr.update()
+		if u == nil {
+			continue
+		}
+		id := fmt.Sprint(u["toolCallId"])
+		switch u["sessionUpdate"] {
+		case "tool_call":
+			calls[id] = fmt.Sprint(u["kind"]) + " " + fmt.Sprint(u["title"])
+		case "tool_call_update":
+			done[id] = done[id] || u["status"] == "completed"
+		}
+	}
+	var got []string
+	for id, c := range calls {
+		if !done[id] {
+			t.Errorf("call %s (%s) never completed", id, c)
+		}
+		got = append(got, c)
+	}
+	sort.Strings(got)
+	if want := "fetch Read https://example.com/a|search Web search: acp web"; strings.Join(got, "|") != want {
+		t.Fatalf("tool calls %q, want %s", got, want)
 	}
 }
