@@ -90,3 +90,21 @@ func TestWebToolBlocksReplayedAndShown(t *testing.T) {
 		t.Fatalf("the search calls reached the model's history: %s", srv.Requests()[2].Raw)
 	}
 }
+
+// A checkpoint keeps a kept message's server blocks byte for byte through
+// the log's JSON (which escapes <, > and & in strings).
+func TestCheckpointKeepsServerFields(t *testing.T) {
+	fields := []model.ServerField{{Name: "blocks", Value: []byte(`[{"q":"a <b> & c","u":"https://x/?a=1&b=2"}]`)}}
+	cp := event.CompactionCheckpoint{History: []event.CheckpointMessage{
+		{Kind: model.KindWork, Role: "assistant", Content: "x", ServerFields: checkpointServerFields(fields)}}}
+	ev := event.New(event.TypeCompactionCheckpoint, cp)
+	back, err := event.Decode[event.CompactionCheckpoint](ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c conversation
+	c.restore(back.History)
+	if len(c.msgs) != 1 || len(c.msgs[0].ServerFields) != 1 || !bytes.Equal(c.msgs[0].ServerFields[0].Value, fields[0].Value) {
+		t.Fatalf("restored %+v", c.msgs)
+	}
+}
