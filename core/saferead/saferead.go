@@ -35,7 +35,8 @@ var (
 	ErrLinkLoop   = errors.New("too many levels of symbolic links")
 )
 
-// maxHops bounds link resolution (the kernel's own limit).
+// maxHops bounds link resolution, so a link loop is an error and not a
+// hang (the kernel's own limit).
 const maxHops = 40
 
 // DefaultMax is the bound when Policy.Max is 0.
@@ -128,9 +129,28 @@ func (Policy) realAll(paths []string) []string {
 	return out
 }
 
-// resolve walks p component by component, following links, and fails
-// when a step lands in a place secret says is one.
+// resolve walks p link by link and fails when a step lands in a place
+// secret says is one, or does not exist.
 func resolve(p string, secret func(string) bool) (string, error) {
+	return Walk(p, func(next string) error {
+		if secret(next) {
+			return fmt.Errorf("%w (%s)", ErrSecret, next)
+		}
+		return nil
+	}, nil)
+}
+
+// Walk resolves the absolute, clean path p one component at a time,
+// following every symbolic link itself (a link's target replaces it;
+// ".." after a link climbs from where the link led), so that each place
+// the path passes through can be judged — the one walker of the readers
+// here and of the file tools' paths (core/tool.Resolve). step, when not
+// nil, sees each path before it is looked at and may refuse it: its error
+// is returned. lost, when not nil, says what a component that cannot be
+// looked at means: it gets that path, the components after it and lstat's
+// error, and returns the walk's result; when nil, the error is returned.
+// More than maxHops links is ErrLinkLoop.
+func Walk(p string, step func(next string) error, lost func(next string, rest []string, err error) (string, error)) (string, error) {
 	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	done, hops := "/", 0
 	for len(rest) > 0 {
@@ -144,11 +164,16 @@ func resolve(p string, secret func(string) bool) (string, error) {
 			continue
 		}
 		next := filepath.Join(done, name)
-		if secret(next) {
-			return "", fmt.Errorf("%w (%s)", ErrSecret, next)
+		if step != nil {
+			if err := step(next); err != nil {
+				return "", err
+			}
 		}
 		fi, err := os.Lstat(next)
 		if err != nil {
+			if lost != nil {
+				return lost(next, rest, err)
+			}
 			return "", err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {

@@ -2,8 +2,10 @@ package saferead
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,5 +161,48 @@ func TestReadWhole(t *testing.T) {
 	}
 	if data, err := ReadWhole(link, 4000, time.Second); err != nil || len(data) != 2000 {
 		t.Fatalf("link: %d bytes, %v", len(data), err)
+	}
+}
+
+// TestWalkSteps: Walk shows each place before it looks at it (a link's
+// target included), climbs ".." from where a link led, and hands a missing
+// component with what follows it to lost.
+func TestWalkSteps(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	writeFile(t, filepath.Join(dir, "real", "f"), "x")
+	if err := os.Mkdir(filepath.Join(dir, "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../real", filepath.Join(dir, "deep", "link")); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	// Not cleaned first: the ".." climbs from where the link led.
+	got, err := Walk(dir+"/deep/link/../real/f", func(next string) error {
+		steps = append(steps, next)
+		return nil
+	}, nil)
+	if err != nil || got != filepath.Join(dir, "real", "f") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if !slices.Contains(steps, filepath.Join(dir, "deep", "link")) || !slices.Contains(steps, filepath.Join(dir, "real")) {
+		t.Fatalf("steps %v", steps)
+	}
+	stop := errors.New("refused")
+	if _, err := Walk(filepath.Join(dir, "deep", "link", "f"), func(next string) error {
+		if next == filepath.Join(dir, "real") {
+			return stop
+		}
+		return nil
+	}, nil); !errors.Is(err, stop) {
+		t.Fatalf("a refused step: %v", err)
+	}
+	var lostAt string
+	var lostRest []string
+	if _, err := Walk(filepath.Join(dir, "gone", "a", "b"), nil, func(next string, rest []string, err error) (string, error) {
+		lostAt, lostRest = next, rest
+		return "", err
+	}); !errors.Is(err, fs.ErrNotExist) || lostAt != filepath.Join(dir, "gone") || !slices.Equal(lostRest, []string{"a", "b"}) {
+		t.Fatalf("lost: %v at %q rest %v", err, lostAt, lostRest)
 	}
 }

@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
-)
 
-// maxSymlinkHops bounds symlink resolution so a link loop is an error, not a
-// hang (the kernel uses 40 too).
-const maxSymlinkHops = 40
+	"github.com/dsh-dev/dsh/core/saferead"
+)
 
 // Resolve turns a path given by the model into an absolute, clean path with
 // every symlink resolved, so the permission gate judges where a call really
@@ -36,51 +33,22 @@ func Resolve(cwd, p string) (string, error) {
 	return resolveSymlinks(filepath.Clean(p))
 }
 
-// resolveSymlinks walks p component by component, replacing each symlink by
-// its target. Unlike filepath.EvalSymlinks it accepts paths whose tail does
-// not exist.
+// resolveSymlinks walks p link by link (saferead.Walk: at most 40 links,
+// so a loop is an error and not a hang). Unlike filepath.EvalSymlinks it
+// accepts paths whose tail does not exist.
 func resolveSymlinks(p string) (string, error) {
-	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	done := "/"
-	hops := 0
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			done = filepath.Dir(done)
-			continue
+	real, err := saferead.Walk(p, nil, func(next string, rest []string, err error) (string, error) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
+			// Nothing more exists on disk: keep the remaining
+			// components as written (cleaned).
+			return filepath.Join(append([]string{next}, rest...)...), nil
 		}
-		next := filepath.Join(done, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || isNotDir(err) {
-				// Nothing more exists on disk: keep the remaining
-				// components as written (cleaned).
-				return filepath.Join(append([]string{next}, rest...)...), nil
-			}
-			return "", fmt.Errorf("resolve %s: %w", next, err)
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			done = next
-			continue
-		}
-		hops++
-		if hops > maxSymlinkHops {
-			return "", fmt.Errorf("resolve %s: too many levels of symbolic links", p)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", fmt.Errorf("resolve %s: %w", next, err)
-		}
-		if filepath.IsAbs(target) {
-			done = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
+		return "", err
+	})
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", p, err)
 	}
-	return done, nil
+	return real, nil
 }
 
 func isNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }

@@ -1,9 +1,13 @@
 package tool
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/dsh-dev/dsh/core/saferead"
 )
 
 func TestEscapesAreResolved(t *testing.T) {
@@ -99,5 +103,41 @@ func TestResolveLoop(t *testing.T) {
 	}
 	if got, err := Resolve(dir, "file/x/y"); err != nil || got != filepath.Join(f, "x/y") {
 		t.Fatalf("got %q %v", got, err)
+	}
+}
+
+// TestResolveSharesTheReadersWalk: the file tools' paths and dsh's own
+// reads (core/saferead) resolve links with one walker, so a loop is the
+// same error on both, and a link out of the workspace lands at the same
+// real path on both (the reader then refuses it).
+func TestResolveSharesTheReadersWalk(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	ws, outside := filepath.Join(dir, "ws"), filepath.Join(dir, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "notes.md"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"a": "b", "b": "a", "out": "../outside/notes.md"} {
+		if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol := saferead.Policy{Roots: []string{ws}}
+	if _, err := Resolve(ws, "a"); !errors.Is(err, saferead.ErrLinkLoop) {
+		t.Fatalf("tool: loop: %v", err)
+	}
+	if _, err := pol.Read(filepath.Join(ws, "a")); !errors.Is(err, saferead.ErrLinkLoop) {
+		t.Fatalf("saferead: loop: %v", err)
+	}
+	want := filepath.Join(outside, "notes.md")
+	if got, err := Resolve(ws, "out"); err != nil || got != want || Inside(ws, got) {
+		t.Fatalf("tool: escaping link: %q, %v", got, err)
+	}
+	if _, err := pol.Read(filepath.Join(ws, "out")); !errors.Is(err, saferead.ErrOutside) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("saferead: escaping link: %v", err)
 	}
 }
