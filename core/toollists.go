@@ -27,3 +27,12 @@ func (s *Session) ToolListWarnings() []string {
 	}
 	return lists.Warnings(names, func(server string) bool { return starting[server] })
 }
+
+// ConditionalToolNames are the tools a session adds to the runtime's own
+// when it has what they serve: the skill tool (skills) and the MCP
+// resource tools (a server with resources). A check of the tool lists
+// made before any session exists (dsh config, a door at startup) counts
+// them as tools.
+func ConditionalToolNames() []string {
+	return []string{skillToolName, listResourcesTool{}.Name(), readResourceTool{}.Name()}
+}

@@ -27,6 +27,7 @@ func acpCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := newLogger(stderr, s.LogLevel)
+	logToolListWarnings(logger, s)
 	rt, err := buildRuntime(s, "acp", logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)

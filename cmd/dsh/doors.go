@@ -47,6 +47,7 @@ func sdkCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	logger := newLogger(stderr, s.LogLevel)
+	logToolListWarnings(logger, s)
 	rt, err := buildRuntime(s, "sdk", logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh: %v\n", err)

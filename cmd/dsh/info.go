@@ -113,12 +113,16 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	file := configFileLine(s)
+	warns := configWarnings(s)
 	if asJSON {
 		out := map[string]map[string]string{}
 		for _, r := range rows {
 			out[r[0]] = map[string]string{"value": r[1], "source": r[2]}
 		}
 		out["configFile"] = map[string]string{"value": s.ConfigPath, "source": file}
+		if len(warns) > 0 {
+			out["warnings"] = map[string]string{"value": strings.Join(warns, "\n"), "source": "config file, environment and flags"}
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -134,6 +138,12 @@ func configCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := tw.Flush(); err != nil {
 		return 1
+	}
+	if len(warns) > 0 {
+		fmt.Fprintln(stdout, "\nwarnings:")
+		for _, w := range warns {
+			fmt.Fprintf(stdout, "  %s\n", w)
+		}
 	}
 	return 0
 }
