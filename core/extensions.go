@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/ext"
 	"github.com/dsh-dev/dsh/core/permission"
+	"github.com/dsh-dev/dsh/core/store"
 	"github.com/dsh-dev/dsh/core/tool"
 )
 
@@ -50,15 +51,16 @@ type extState struct {
 	agent *ext.Agent
 }
 
-// loadExtensions reads the session's skills, agent types and hooks.
-func (s *Session) loadExtensions(agentType string) error {
-	x := &s.rt.cfg.Extensions
-	st := extState{roots: ext.Roots{Cwd: s.header.Cwd, UserConfig: x.UserConfig, Home: x.Home, Secret: s.rt.cfg.SecretPaths},
-		trusted: ext.Trusted(s.header.Cwd, x.TrustedProjects)}
+// readExtensions reads the skills, agent types and hooks of a session
+// in cwd; what cannot be used is reported.
+func (r *Runtime) readExtensions(cwd string) extState {
+	x := &r.cfg.Extensions
+	st := extState{roots: ext.Roots{Cwd: cwd, UserConfig: x.UserConfig, Home: x.Home, Secret: r.cfg.SecretPaths},
+		trusted: ext.Trusted(cwd, x.TrustedProjects)}
 	var diags, ds []ext.Diagnostic
 	st.skills, ds = ext.LoadSkills(st.roots)
 	diags = append(diags, ds...)
-	base := s.rt.baseTools()
+	base := r.baseTools()
 	known := func(n string) bool {
 		return base.byName[n] != nil || slices.Contains(base.withheld, n) || n == skillToolName || strings.HasPrefix(n, "mcp__")
 	}
@@ -70,20 +72,44 @@ func (s *Session) loadExtensions(agentType string) error {
 		if st.trusted {
 			st.hooks = append(st.hooks, ph...)
 		} else if len(ph) > 0 {
-			s.rt.warnOnce("project hooks not run: the project is not trusted (run `dsh trust` in it to allow them)",
-				"project", s.header.Cwd, "hooks", len(ph))
+			r.warnOnce("project hooks not run: the project is not trusted (run `dsh trust` in it to allow them)",
+				"project", cwd, "hooks", len(ph))
 		}
 	}
-	s.rt.reportDiagnostics(diags)
-	if agentType != "" {
-		i := slices.IndexFunc(st.agents, func(a ext.Agent) bool { return a.Name == agentType })
-		if i < 0 {
-			return fmt.Errorf("%w: no agent type %q in this project", ErrBadInput, agentType)
-		}
-		st.agent = &st.agents[i]
+	r.reportDiagnostics(diags)
+	return st
+}
+
+// agentNamed is the agent type a new typed subagent session runs as.
+func (st *extState) agentNamed(name string) (*ext.Agent, error) {
+	i := slices.IndexFunc(st.agents, func(a ext.Agent) bool { return a.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: no agent type %q in this project", ErrBadInput, name)
 	}
-	s.ext = st
-	return nil
+	return &st.agents[i], nil
+}
+
+// agentRecord is what a typed session's header keeps of its agent type,
+// so a resume applies it again.
+func agentRecord(a *ext.Agent) *store.AgentType {
+	return &store.AgentType{Name: a.Name, Path: a.Path, Tools: slices.Clone(a.Tools), Model: a.Model, Prompt: a.Prompt}
+}
+
+// recordedAgent is the agent type a resumed session runs as: the one its
+// header names, read again from its file (which may have changed); when
+// no file defines it any more, the tools and instructions the header
+// recorded, and the log says so.
+func (r *Runtime) recordedAgent(st *extState, h store.Header) *ext.Agent {
+	rec := h.Agent
+	if rec == nil {
+		return nil
+	}
+	if a, err := st.agentNamed(rec.Name); err == nil {
+		return a
+	}
+	r.log.Warn("the agent file of a resumed subagent session is gone; it keeps the tools and instructions recorded when it started",
+		"session", h.ID, "agent", rec.Name, "file", rec.Path)
+	return &ext.Agent{Name: rec.Name, Tools: slices.Clone(rec.Tools), Model: rec.Model, Prompt: rec.Prompt, Path: rec.Path}
 }
 
 // warnOnce logs a warning once per runtime (a diagnostic repeats for

@@ -269,3 +269,47 @@ func TestCommandFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestTypedAgentSessionResumes(t *testing.T) {
+	files := map[string]string{".claude/agents/reviewer.md": "---\nname: reviewer\ndescription: Reviews code\ntools: Read, Grep\n---\nYou review code and never edit it.\n"}
+	h := extHarness(t, false, files, text("looks fine"), text("still fine"), text("fine again"))
+	s, err := h.rt.Create(context.Background(), SessionOptions{Cwd: h.cwd, AgentType: "reviewer", Depth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "review")
+	if rec := s.header.Agent; rec == nil || rec.Name != "reviewer" || !slices.Equal(rec.Tools, []string{"read", "grep"}) ||
+		!strings.HasSuffix(rec.Path, "reviewer.md") {
+		t.Fatalf("header agent %+v", rec)
+	}
+	// Resumed as a door resumes any session (no agent type given): the
+	// header's type holds.
+	s2 := reopen(t, s, h.rt)
+	run(t, s2, "and the tests")
+	reqs := h.prov.requests()
+	if got := toolNames(reqs[1].Tools); got != "grep read" {
+		t.Errorf("resumed tools %v", got)
+	}
+	if !strings.HasSuffix(reqs[1].Messages[0].Content, "# Your role: reviewer\nYou review code and never edit it.") {
+		t.Error("the resumed system prompt lost the role")
+	}
+	// The file is gone: the recorded limits and instructions stay, and a
+	// model change (which rebuilds the system prompt) keeps the role.
+	if err := os.Remove(filepath.Join(h.cwd, ".claude/agents/reviewer.md")); err != nil {
+		t.Fatal(err)
+	}
+	s3 := reopen(t, s2, h.rt)
+	cfg := s3.Config()
+	cfg.Model = "m2"
+	if err := s3.SetConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	run(t, s3, "once more")
+	last := h.prov.requests()[2]
+	if got := toolNames(last.Tools); got != "grep read" {
+		t.Errorf("tools after the file went %v", got)
+	}
+	if !strings.HasSuffix(last.Messages[0].Content, "# Your role: reviewer\nYou review code and never edit it.") {
+		t.Error("the role was lost with the file")
+	}
+}

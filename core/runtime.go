@@ -456,11 +456,18 @@ func (r *Runtime) create(opts SessionOptions) (*Session, error) {
 	}
 	h := store.Header{ID: opts.ID, Cwd: cwd, ParentSession: parent, Origin: origin,
 		DelegationDepth: opts.Depth, Config: &cfg}
+	st := r.readExtensions(cwd)
+	if opts.AgentType != "" {
+		if st.agent, err = st.agentNamed(opts.AgentType); err != nil {
+			return nil, err
+		}
+		h.Agent = agentRecord(st.agent)
+	}
 	lg, err := r.cfg.Store.Create(h)
 	if err != nil {
 		return nil, err
 	}
-	s, err := r.newSession(lg, nil, opts, cfg, false)
+	s, err := r.newSession(lg, nil, opts, cfg, false, st)
 	if err != nil {
 		_ = lg.Close()
 		return nil, err
@@ -481,7 +488,9 @@ func (r *Runtime) resume(opts SessionOptions) (*Session, error) {
 	if h.Config != nil {
 		cfg = r.mergeConfig(*h.Config)
 	}
-	s, err := r.newSession(lg, events, opts, cfg, true)
+	st := r.readExtensions(h.Cwd)
+	st.agent = r.recordedAgent(&st, h)
+	s, err := r.newSession(lg, events, opts, cfg, true, st)
 	if err != nil {
 		_ = lg.Close()
 		return nil, err

@@ -138,9 +138,9 @@ type TurnResult struct {
 	Seq int64
 }
 
-func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOptions, cfg event.Config, resumed bool) (*Session, error) {
+func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOptions, cfg event.Config, resumed bool, exts extState) (*Session, error) {
 	s := &Session{
-		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed,
+		rt: r, id: lg.Header().ID, header: lg.Header(), lg: lg, resumed: resumed, ext: exts,
 		reads: tool.NewReadTracker(), spill: tool.NewSpill(lg.Dir()), cfg: cfg, mode: opts.PermissionMode, asker: opts.Asker,
 		files: opts.Files, exec: opts.Exec, onDelta: opts.OnDelta, idle: make(chan struct{}),
 	}
@@ -189,9 +189,6 @@ func (r *Runtime) newSession(lg *store.Log, events []event.Event, opts SessionOp
 		if err := s.SetAdditionalDirs(opts.AdditionalDirs); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.loadExtensions(opts.AgentType); err != nil {
-		return nil, err
 	}
 	s.startMCP(opts)
 	return s, nil

@@ -28,6 +28,20 @@ type Header struct {
 	DelegationDepth int    `json:"delegationDepth"`
 	// Config records the model configuration at creation.
 	Config *event.Config `json:"config,omitempty"`
+	// Agent is the agent type (an agent file) a typed subagent session
+	// runs as, as it was when the session started.
+	Agent *AgentType `json:"agent,omitempty"`
+}
+
+// AgentType is what a typed subagent session keeps of its agent file: a
+// resume reads the file again, and falls back on this when it is gone.
+type AgentType struct {
+	Name string `json:"name"`
+	Path string `json:"path,omitempty"`
+	// Tools are the tools the session keeps; null: every tool.
+	Tools  []string `json:"tools"`
+	Model  string   `json:"model,omitempty"`
+	Prompt string   `json:"prompt,omitempty"`
 }
 
 // Delegated reports a session that works for another agent — an
