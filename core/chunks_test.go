@@ -267,3 +267,98 @@ func TestChunksCostNoFsync(t *testing.T) {
 		t.Fatalf("fsyncs per turn: %d with one delta, %d with 1000", quiet, loud)
 	}
 }
+
+// TestWakeLeavesLiveStreamBehind: a resumed session holds its committed
+// events with their own seqs but not the chunks of earlier processes; its
+// conversation is the one the live session had; a cursor from any seq,
+// chunk seqs included, reads the committed events in order and then the
+// new process's live chunks; the transcript has no chunk of the past.
+func TestWakeLeavesLiveStreamBehind(t *testing.T) {
+	p := &streamProvider{steps: []func(context.Context, *model.Request, func(model.Delta)) (*model.Response, error){
+		streamed([]string{"think", "ing"}, []string{"ECHO: ", "h", "i"}),
+		streamed(nil, []string{"second ", "answer"}),
+		streamed(nil, []string{"after ", "the wake"}),
+	}}
+	h := newHarness(t)
+	h.rt.cfg.NewProvider = func(string) (model.Provider, error) { return p, nil }
+	h.rt.providers = map[string]model.Provider{}
+	s := h.session()
+	run(t, s, "hi")
+	run(t, s, "again")
+	before := s.Events()
+	var committed []event.Event
+	for _, ev := range before {
+		if ev.Type != event.TypeAssistantChunk {
+			committed = append(committed, ev)
+		}
+	}
+	if len(committed) == len(before) {
+		t.Fatal("the fixture streamed no chunks")
+	}
+	live := fmt.Sprint(s.conv.build(s, s.header0, true))
+
+	s2 := reopen(t, s, h.rt)
+	got := s2.Events()
+	if len(got) < len(committed) {
+		t.Fatalf("resumed with %d events, want at least the %d committed", len(got), len(committed))
+	}
+	for i, ev := range committed {
+		if got[i].Seq != ev.Seq || got[i].Type != ev.Type || string(got[i].Data) != string(ev.Data) {
+			t.Fatalf("event %d: got %s seq %d, want %s seq %d", i, got[i].Type, got[i].Seq, ev.Type, ev.Seq)
+		}
+	}
+	if again := fmt.Sprint(s2.conv.build(s2, s2.header0, true)); again != live {
+		t.Fatalf("resumed conversation differs:\n live %s\nagain %s", live, again)
+	}
+	for _, from := range []int64{-1, before[len(before)/2].Seq, before[len(before)-1].Seq} {
+		cur := s2.Follow(from)
+		var seqs []int64
+		for {
+			evs, _, err := cur.Read(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				seqs = append(seqs, ev.Seq)
+			}
+		}
+		var want []int64
+		for _, ev := range got {
+			if ev.Seq > from {
+				want = append(want, ev.Seq)
+			}
+		}
+		if !slices.Equal(seqs, want) {
+			t.Fatalf("cursor after %d read %v, want %v", from, seqs, want)
+		}
+	}
+
+	cur := s2.Follow(s2.LastSeq())
+	run(t, s2, "once more")
+	var kinds []string
+	for {
+		evs, _, err := cur.Read(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 {
+			break
+		}
+		kinds = append(kinds, chunkKinds(t, evs)...)
+	}
+	if !slices.Contains(kinds, "text-delta[0]") {
+		t.Fatalf("the new turn's live chunks were not read: %v", kinds)
+	}
+	tr, err := s2.Transcript()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range tr {
+		if ev.Type == event.TypeAssistantChunk && ev.Seq <= before[len(before)-1].Seq {
+			t.Fatalf("the transcript holds chunk %d of the earlier process", ev.Seq)
+		}
+	}
+}

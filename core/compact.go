@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -625,7 +626,8 @@ func (s *Session) NextSeq() int64 {
 
 // Transcript returns every committed event of the session from its first
 // (Events holds those since the last checkpoint): the part before the
-// checkpoint is read back from the log.
+// checkpoint is read back from the log, without the live stream
+// (store.ReadCommitted), so seqs can have gaps.
 func (s *Session) Transcript() ([]event.Event, error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
@@ -633,13 +635,14 @@ func (s *Session) Transcript() ([]event.Event, error) {
 	if len(tail) == 0 || tail[0].Seq == 0 {
 		return tail, nil
 	}
-	_, all, err := s.rt.cfg.Store.Read(s.id)
+	_, all, err := s.rt.cfg.Store.ReadCommitted(s.id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: read the transcript: %w", s.id, err)
 	}
 	first := tail[0].Seq
-	if int64(len(all)) < first {
-		return nil, fmt.Errorf("session %s: the log holds %d events, fewer than the %d before its checkpoint", s.id, len(all), first)
+	if len(all) == 0 || all[len(all)-1].Seq < first-1 {
+		return nil, fmt.Errorf("session %s: the log ends before seq %d, where its checkpoint is", s.id, first)
 	}
-	return append(all[:first:first], tail...), nil
+	n := sort.Search(len(all), func(i int) bool { return all[i].Seq >= first })
+	return append(all[:n:n], tail...), nil
 }

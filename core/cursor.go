@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/dsh-dev/dsh/core/event"
 )
@@ -54,10 +55,9 @@ func (c *Cursor) Read(max int) ([]event.Event, <-chan struct{}, error) {
 		}
 		return c.take(max), nil, nil
 	}
-	i := 0
-	if len(h) > 0 {
-		i = int(c.after + 1 - h[0].Seq)
-	}
+	// History is in seq order but may have gaps: a woken session's history
+	// leaves out the live stream it read past (store.ReadCommitted).
+	i := sort.Search(len(h), func(i int) bool { return h[i].Seq > c.after })
 	if i < len(h) {
 		n := min(len(h)-i, max)
 		out := make([]event.Event, n)
@@ -101,7 +101,9 @@ func (c *Cursor) take(max int) []event.Event {
 }
 
 // readLog loads the events after the cursor and before seq until from the
-// session's log: the reader fell behind a checkpoint.
+// session's log: the reader fell behind a checkpoint. It reads them all,
+// the live stream included, as a follower would have seen them: a reader
+// lags, it loses nothing.
 func (c *Cursor) readLog(until int64) error {
 	_, all, err := c.s.rt.cfg.Store.Read(c.s.id)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -231,9 +232,9 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.envFacts = &d.Facts
 		}
 	case event.TypeToolResult:
-		if d, err := payloadOf[event.ToolResult](ev, payload); err == nil && len(d.Instructions) > 0 {
+		if ins := resultInstructions(ev, payload); len(ins) > 0 {
 			s.mu.Lock()
-			s.noteNested(d.Instructions)
+			s.noteNested(ins)
 			s.mu.Unlock()
 		}
 	case event.TypeCompactionCheckpoint:
@@ -266,6 +267,26 @@ func (s *Session) absorb(ev event.Event, payload any) {
 			s.mu.Unlock()
 		}
 	}
+}
+
+// resultInstructions returns the nested instruction files a tool/result
+// carries. A replayed result is decoded only when it names some: most do
+// not, and decoding a whole result (its content blocks) for nothing was an
+// eighth of a long session's wake.
+func resultInstructions(ev event.Event, payload any) []event.InstructionFile {
+	if tr, ok := payload.(event.ToolResult); ok {
+		return tr.Instructions
+	}
+	if !bytes.Contains(ev.Data, []byte(`"instructions"`)) {
+		return nil
+	}
+	var d struct {
+		Instructions []event.InstructionFile `json:"instructions"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return nil
+	}
+	return d.Instructions
 }
 
 // payloadOf returns the typed payload when the committer passed it, else

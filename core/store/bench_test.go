@@ -103,3 +103,49 @@ func BenchmarkReplay10k(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReplayStreamed measures reading a session whose model calls
+// streamed (about 100 chunk lines per turn, 20,000 events in all): Read
+// decodes every line, ReadCommitted and Open (a wake) skip the chunks.
+func BenchmarkReplayStreamed(b *testing.B) {
+	var evs []event.Event
+	for turn := 1; len(evs) < 20_000; turn++ {
+		evs = append(evs, streamedTurn(turn, int64(len(evs)), 45)...)
+	}
+	s, path := createWith(b, "streamed", evs)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Read", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, got, err := s.Read("streamed"); err != nil || len(got) != len(evs) {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+	b.Run("ReadCommitted", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, _, err := s.ReadCommitted("streamed"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Open", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			l, _, err := s.Open("streamed")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

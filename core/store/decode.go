@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -362,4 +363,55 @@ func skipNumber(b []byte, i int) (int, bool) {
 		}
 	}
 	return i, true
+}
+
+// chunkPrefix starts every assistant/chunk line this store writes: the
+// envelope's type comes first, then its seq (event.Event.AppendJSON).
+var chunkPrefix = []byte(`{"type":"assistant/chunk","seq":`)
+
+// liveChunk reports whether line (without its '\n') is an assistant/chunk
+// record in the shape this store writes — type, seq, time and an object as
+// data, nothing else — and returns its seq. The line is validated as
+// decodeFast would validate it, so what it accepts decodeEvent accepts
+// too, but nothing is decoded or copied: a wake skips the live stream at
+// the cost of one scan. Any other shape returns false and is left to
+// decodeEvent.
+func liveChunk(line []byte) (int64, bool) {
+	if !bytes.HasPrefix(line, chunkPrefix) {
+		return 0, false
+	}
+	i := len(chunkPrefix)
+	if i >= len(line) {
+		return 0, false
+	}
+	end, ok := skipNumber(line, i)
+	if !ok {
+		return 0, false
+	}
+	seq, ok := plainInt(line[i:end])
+	if !ok {
+		return 0, false
+	}
+	const timeKey, dataKey = `,"time":`, `,"data":{`
+	if !bytes.HasPrefix(line[end:], []byte(timeKey)) {
+		return 0, false
+	}
+	i = end + len(timeKey)
+	if i >= len(line) {
+		return 0, false
+	}
+	if end, ok = skipNumber(line, i); !ok {
+		return 0, false
+	}
+	if _, ok := plainInt(line[i:end]); !ok {
+		return 0, false
+	}
+	if !bytes.HasPrefix(line[end:], []byte(dataKey)) {
+		return 0, false
+	}
+	i = end + len(dataKey) - 1
+	if end, ok = skipValue(line, i, 0); !ok || end != len(line)-1 || line[end] != '}' {
+		return 0, false
+	}
+	return seq, true
 }

@@ -294,8 +294,10 @@ func syncDir(dir string) error {
 
 // Open opens session id for writing: it takes the lease, repairs a torn
 // last line (keeping a .broken copy of the file as found), closes an
-// unfinished turn by appending synthetic events durably, and returns every
-// event, the synthetic ones included. A corrupt log (ErrCorrupt) or one of
+// unfinished turn by appending synthetic events durably, and returns the
+// committed events from the last compaction checkpoint on (or from the
+// first), the synthetic ones included. The live stream (assistant/chunk)
+// is left out, as ReadCommitted leaves it: seqs have gaps where it was. A corrupt log (ErrCorrupt) or one of
 // another format version (ErrVersion) is refused and left untouched.
 func (s *Store) Open(id string) (*Log, []event.Event, error) {
 	dir, err := s.find(id)
@@ -316,7 +318,7 @@ func (s *Store) Open(id string) (*Log, []event.Event, error) {
 
 func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, error) {
 	path := filepath.Join(dir, logFile)
-	p, err := parseFile(path, id, true)
+	p, err := parseFile(path, id, true, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -326,7 +328,7 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 	}
 	// Work out the closers first: a payload too damaged to close the turn
 	// is corruption, and a refused log must be left exactly as found.
-	closers, err := closeTurn(p.events, p.base, id, time.Now().UnixMilli(), path)
+	closers, err := closeTurn(p.events, p.next, id, time.Now().UnixMilli(), path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -339,7 +341,7 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	l := newLog(p.header, dir, f, ls, p.base+int64(len(p.events)), noSync)
+	l := newLog(p.header, dir, f, ls, p.next, noSync)
 	for _, ev := range closers {
 		if err := l.Append(ev); err != nil {
 			l.lease = nil // the caller releases it
@@ -359,8 +361,9 @@ func openLeased(dir, id string, ls *lease, noSync bool) (*Log, []event.Event, er
 
 // parseFile parses the log at path. With tail, it reads from the last
 // compaction checkpoint on (a resume needs nothing before it), falling back
-// to the whole log when there is none or it cannot be read.
-func parseFile(path, id string, tail bool) (*parsed, error) {
+// to the whole log when there is none or it cannot be read. With
+// skipChunks, it leaves the live stream out (readOpts).
+func parseFile(path, id string, tail, skipChunks bool) (*parsed, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -376,7 +379,7 @@ func parseFile(path, id string, tail bool) (*parsed, error) {
 	if tail {
 		if from, err := lastCheckpoint(f, size); err == nil && from > 0 {
 			if _, err := f.Seek(0, io.SeekStart); err == nil {
-				p, err := parseLogFrom(f, path, size, from)
+				p, err := parseLog(f, path, size, readOpts{from: from, skipChunks: skipChunks})
 				if err == nil && len(p.events) > 0 && p.events[0].Type == event.TypeCompactionCheckpoint {
 					return p, nil
 				}
@@ -386,7 +389,7 @@ func parseFile(path, id string, tail bool) (*parsed, error) {
 			return nil, fmt.Errorf("store: read %s: %w", path, err)
 		}
 	}
-	return parseLog(f, path, size)
+	return parseLog(f, path, size, readOpts{skipChunks: skipChunks})
 }
 
 // repairTail keeps a copy of the log as found, then cuts it to its valid
@@ -448,18 +451,31 @@ func copyBroken(path string) error {
 
 // Read loads session id without the lease and without writing: a torn
 // tail is ignored and an unfinished turn is closed in memory only, so a
-// session that another process is writing can be read safely.
+// session that another process is writing can be read safely. Every event
+// is returned, the live stream (assistant/chunk) included: event i has seq i.
 func (s *Store) Read(id string) (Header, []event.Event, error) {
+	return s.read(id, false)
+}
+
+// ReadCommitted is Read without the live stream: assistant/chunk lines are
+// checked but neither decoded nor returned, so seqs have gaps where they
+// were. It is what a replay reads: the committed history, at the cost of
+// its own events.
+func (s *Store) ReadCommitted(id string) (Header, []event.Event, error) {
+	return s.read(id, true)
+}
+
+func (s *Store) read(id string, skipChunks bool) (Header, []event.Event, error) {
 	dir, err := s.find(id)
 	if err != nil {
 		return Header{}, nil, err
 	}
 	path := filepath.Join(dir, logFile)
-	p, err := parseFile(path, id, false)
+	p, err := parseFile(path, id, false, skipChunks)
 	if err != nil {
 		return Header{}, nil, err
 	}
-	closers, err := closeTurn(p.events, p.base, id, time.Now().UnixMilli(), path)
+	closers, err := closeTurn(p.events, p.next, id, time.Now().UnixMilli(), path)
 	if err != nil {
 		return Header{}, nil, err
 	}

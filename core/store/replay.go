@@ -39,18 +39,69 @@ func corrupt(file string, line int, format string, args ...any) error {
 type parsed struct {
 	header Header
 	events []event.Event
-	// base is the seq of events[0]: 0, or the seq of the checkpoint a
-	// resume started from (parseLogFrom).
-	base int64
+	// next is the seq the line after the last one read would carry: the
+	// session's next seq. Events hold the lines read in order, but without
+	// the live stream (assistant/chunk) when it was skipped, so seqs can
+	// have gaps; next counts every line.
+	next int64
 	// good is the byte length of the valid prefix: the header and every
 	// complete record. Anything after it is a torn last line.
 	good int64
 	torn bool
 }
 
+// readOpts says what part of a log a parse reads.
+type readOpts struct {
+	// from, when positive, is the byte offset of a line (a compaction
+	// checkpoint) to start at: the lines before are neither read nor
+	// checked, and the first line read sets the seqs that follow.
+	from int64
+	// skipChunks leaves the live stream out: assistant/chunk lines are
+	// checked (valid JSON, their seq in place) but not decoded or kept. A
+	// wake and a replay need only the committed history; the stream is
+	// most of a log's lines and bytes.
+	skipChunks bool
+}
+
 // readBufSize is the bufio buffer of replay. Lines longer than it are
 // assembled in a side buffer, so there is no line length limit.
 const readBufSize = 256 << 10
+
+// lineReader hands out the lines of a log, however long.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte
+}
+
+// next returns the next line including its '\n' (absent on a last line
+// that has none), or io.EOF when no bytes are left. The line is valid
+// until the next call.
+func (r *lineReader) next() ([]byte, error) {
+	r.long = r.long[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			r.long = append(r.long, chunk...)
+			continue
+		}
+		if len(r.long) > 0 {
+			r.long = append(r.long, chunk...)
+			chunk = r.long
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if len(chunk) == 0 {
+			return nil, io.EOF
+		}
+		return chunk, nil
+	}
+}
+
+func (r *lineReader) atEOF() bool {
+	_, err := r.br.Peek(1)
+	return errors.Is(err, io.EOF)
+}
 
 // parseLog reads and validates a whole log: header first, then events with
 // seq i on line i+2, each of a known type unless marked ignorable. A last
@@ -58,47 +109,10 @@ const readBufSize = 256 << 10
 // torn; any other damage is ErrCorrupt, and a header of another format
 // version is ErrVersion. name only labels errors. sizeHint (file size, or 0)
 // pre-sizes the event slice.
-func parseLog(r io.Reader, name string, sizeHint int64) (*parsed, error) {
-	return parseLogFrom(r, name, sizeHint, 0)
-}
-
-// parseLogFrom is parseLog that, when from is positive, skips to the line
-// that starts at byte from (a compaction checkpoint) and reads the events
-// from there on: the first one sets the base seq, the rest must follow it.
-// The lines before are neither read nor checked.
-func parseLogFrom(r io.Reader, name string, sizeHint, from int64) (*parsed, error) {
-	br := bufio.NewReaderSize(r, readBufSize)
-	var long []byte
-	// next returns the next line including its '\n' (absent on a last line
-	// that has none), or io.EOF when no bytes are left.
-	next := func() ([]byte, error) {
-		long = long[:0]
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if errors.Is(err, bufio.ErrBufferFull) {
-				long = append(long, chunk...)
-				continue
-			}
-			if len(long) > 0 {
-				long = append(long, chunk...)
-				chunk = long
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			if len(chunk) == 0 {
-				return nil, io.EOF
-			}
-			return chunk, nil
-		}
-	}
-	atEOF := func() bool {
-		_, err := br.Peek(1)
-		return errors.Is(err, io.EOF)
-	}
-
+func parseLog(r io.Reader, name string, sizeHint int64, o readOpts) (*parsed, error) {
+	lr := &lineReader{br: bufio.NewReaderSize(r, readBufSize)}
 	p := &parsed{}
-	line, err := next()
+	line, err := lr.next()
 	switch {
 	case errors.Is(err, io.EOF):
 		return nil, corrupt(name, 1, "the file is empty (no session header)")
@@ -112,19 +126,23 @@ func parseLogFrom(r io.Reader, name string, sizeHint, from int64) (*parsed, erro
 	}
 	p.good = int64(len(line))
 
-	if from > p.good {
-		if _, err := br.Discard(int(from - p.good)); err != nil {
+	if o.from > p.good {
+		if _, err := lr.br.Discard(int(o.from - p.good)); err != nil {
 			return nil, fmt.Errorf("read session log %s: %w", name, err)
 		}
-		p.good = from
-		p.base = -1
-		sizeHint -= from
+		p.good = o.from
+		p.next = -1 // set by the first line
+		sizeHint -= o.from
 	}
 	if sizeHint > 0 {
-		p.events = make([]event.Event, 0, sizeHint/256+16)
+		per := int64(256)
+		if o.skipChunks {
+			per = 1024 // most lines of a streamed session are chunks
+		}
+		p.events = make([]event.Event, 0, sizeHint/per+16)
 	}
-	for lineNo := 2; ; lineNo++ {
-		line, err := next()
+	for {
+		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			return p, nil
 		}
@@ -135,28 +153,61 @@ func parseLogFrom(r io.Reader, name string, sizeHint, from int64) (*parsed, erro
 			p.torn = true // only the last line can lack its newline
 			return p, nil
 		}
-		i := len(p.events)
-		p.events = append(p.events, event.Event{})
-		ev := &p.events[i]
-		if err := decodeEvent(line[:len(line)-1], ev); err != nil {
-			p.events = p.events[:i]
-			if atEOF() {
-				p.torn = true
-				return p, nil
-			}
-			return nil, corrupt(name, lineNo, "not a JSON event: %v", err)
+		if err := p.add(line, lr, name, o.skipChunks); err != nil {
+			return nil, err
 		}
-		if p.base < 0 {
-			p.base = ev.Seq
+		if p.torn {
+			return p, nil
 		}
-		if seq := p.base + int64(i); ev.Seq != seq {
-			return nil, corrupt(name, lineNo, "event seq %d where %d was expected", ev.Seq, seq)
-		}
-		if !event.Known(ev.Type) && !ev.Ignorable {
-			return nil, corrupt(name, lineNo, "unknown event type %q not marked ignorable", ev.Type)
-		}
-		p.good += int64(len(line))
 	}
+}
+
+// lineNo is the line of the next record: seq i is on line i+2.
+func (p *parsed) lineNo() int { return int(p.next) + 2 }
+
+// add checks one complete record (with its '\n') and appends its event.
+// A record that is not JSON is a torn write when it is the last line.
+func (p *parsed) add(line []byte, lr *lineReader, name string, skipChunks bool) error {
+	body := line[:len(line)-1]
+	if skipChunks {
+		if seq, ok := liveChunk(body); ok {
+			if p.next < 0 {
+				p.next = seq
+			}
+			if seq != p.next {
+				return corrupt(name, p.lineNo(), "event seq %d where %d was expected", seq, p.next)
+			}
+			p.next++
+			p.good += int64(len(line))
+			return nil
+		}
+	}
+	i := len(p.events)
+	p.events = append(p.events, event.Event{})
+	ev := &p.events[i]
+	if err := decodeEvent(body, ev); err != nil {
+		p.events = p.events[:i]
+		if lr.atEOF() {
+			p.torn = true
+			return nil
+		}
+		return corrupt(name, p.lineNo(), "not a JSON event: %v", err)
+	}
+	if p.next < 0 {
+		p.next = ev.Seq
+	}
+	if ev.Seq != p.next {
+		return corrupt(name, p.lineNo(), "event seq %d where %d was expected", ev.Seq, p.next)
+	}
+	if !event.Known(ev.Type) && !ev.Ignorable {
+		return corrupt(name, p.lineNo(), "unknown event type %q not marked ignorable", ev.Type)
+	}
+	if skipChunks && ev.Type == event.TypeAssistantChunk {
+		p.events = p.events[:i] // a chunk in a shape liveChunk leaves to decodeEvent
+	}
+	p.next++
+	p.good += int64(len(line))
+	return nil
 }
 
 // decodeHeader checks and decodes a header line (with or without '\n').
@@ -204,10 +255,10 @@ const (
 // cut inside that write, or written by an older dsh, can lack them; a
 // result must never answer a call that was not announced), a
 // TOOL_OUTCOME_UNKNOWN result for every call of the turn that has none, a
-// step/end for an open step, and a turn/end of kind interrupted. Seqs continue from len(events); every event
-// gets time now. Message ids are derived from the session id and seq, so a
+// step/end for an open step, and a turn/end of kind interrupted. Seqs
+// start at next, the log's next seq; every event gets time now. Message ids are derived from the session id and seq, so a
 // read-only replay and a later repair name them alike. file labels errors.
-func closeTurn(events []event.Event, base int64, sessionID string, now int64, file string) ([]event.Event, error) {
+func closeTurn(events []event.Event, next int64, sessionID string, now int64, file string) ([]event.Event, error) {
 	start := -1
 	for i := len(events) - 1; i >= 0; i-- {
 		if events[i].Type == event.TypeTurnEnd {
@@ -260,7 +311,7 @@ func closeTurn(events []event.Event, base int64, sessionID string, now int64, fi
 	for i := start; i < len(events); i++ {
 		ev := events[i]
 		bad := func(err error) error {
-			return corrupt(file, i+2, "bad %s payload: %v", ev.Type, err)
+			return corrupt(file, int(ev.Seq)+2, "bad %s payload: %v", ev.Type, err)
 		}
 		switch ev.Type {
 		case event.TypeTurnStart:
@@ -336,7 +387,7 @@ func closeTurn(events []event.Event, base int64, sessionID string, now int64, fi
 	var out []event.Event
 	add := func(typ string, data any) event.Event {
 		ev := event.New(typ, data)
-		ev.Seq = base + int64(len(events)+len(out))
+		ev.Seq = next + int64(len(out))
 		ev.Time = now
 		out = append(out, ev)
 		return ev
@@ -350,7 +401,7 @@ func closeTurn(events []event.Event, base int64, sessionID string, now int64, fi
 		if results[c.id] {
 			continue
 		}
-		seq := base + int64(len(events)+len(out))
+		seq := next + int64(len(out))
 		msgID := syntheticID(sessionID, seq)
 		add(event.TypeToolResult, event.ToolResult{
 			Turn: c.turn,

@@ -492,6 +492,10 @@ func FuzzDecodeEvent(f *testing.F) {
 		`{"sourceEventSeqs":null}`, `{"surfaceOp":{"op":"replace","start":1,"end":2}}`, `{"data":"\xff\xfe"}`,
 		`{"data":1,"data":2}`, `{"x":{"deep":[[[[]]]]}}`, "{\"data\":\"a\tb\"}", `{"type":"a"` + "\n" + `}`, `[]`, `"x"`, ``,
 		`{"ſeq":5}`, `{"seq":5,"K":1}`, `{"type":null}`, `{"seq":null}`, `{"seq":"1"}`,
+		`{"type":"assistant/chunk","seq":7,"time":1,"data":{"turn":1,"chunk":{"type":"finish"}}}`,
+		`{"type":"assistant/chunk","seq":07,"time":1,"data":{}}`, `{"type":"assistant/chunk","seq":-1,"time":1e3,"data":{}}`,
+		`{"type":"assistant/chunk","seq":7,"time":1,"data":{}} `, `{"type":"assistant/chunk","seq":7,"time":1,"data":{"a":"\u00"}}`,
+		`{"type":"assistant/chunk","seq":`, `{"type":"assistant/chunk","seq":7,"time":1,"data":{},"seq":8}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -510,6 +514,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		if derr := decodeEvent(line, &viaDecode); (derr == nil) != (err == nil) ||
 			err == nil && !reflect.DeepEqual(viaDecode, slow) {
 			t.Fatalf("decodeEvent(%q) = %#v, %v; encoding/json %#v, %v", line, viaDecode, derr, slow, err)
+		}
+		// What a wake skips undecoded is a chunk encoding/json reads with
+		// that seq.
+		if seq, ok := liveChunk(line); ok && (err != nil || slow.Type != event.TypeAssistantChunk || slow.Seq != seq) {
+			t.Fatalf("liveChunk(%q) = %d; encoding/json %#v, %v", line, seq, slow, err)
 		}
 	})
 }

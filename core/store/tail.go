@@ -30,10 +30,27 @@ func lastCheckpoint(f *os.File, size int64) (int64, error) {
 		if _, err := f.ReadAt(chunk, start); err != nil && err != io.EOF {
 			return -1, err
 		}
-		if i := bytes.LastIndex(chunk, checkpointMark); i >= 0 {
+		if i := lastIndex(chunk, checkpointMark); i >= 0 {
 			return start + int64(i) + 1, nil
 		}
 		end = start
 	}
 	return -1, nil
+}
+
+// lastIndex is bytes.LastIndex by forward searches: bytes.Index runs on the
+// CPU's vector instructions, bytes.LastIndex byte by byte (Rabin-Karp), and
+// a log with no checkpoint is searched through to its first byte on every
+// wake (a tenth of a 100,000-event wake's CPU went there).
+func lastIndex(b, sep []byte) int {
+	last := -1
+	for i := 0; i <= len(b); {
+		j := bytes.Index(b[i:], sep)
+		if j < 0 {
+			break
+		}
+		last = i + j
+		i = last + 1
+	}
+	return last
 }
