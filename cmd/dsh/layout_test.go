@@ -1,7 +1,12 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -78,4 +83,69 @@ func TestDoorsImportOnlyCore(t *testing.T) {
 	if checked != len(doors) {
 		t.Errorf("checked %d door packages, want %d (a package moved?)", checked, len(doors))
 	}
+}
+
+// maxFuncLines is the longest a function may be: one screen, read at once
+// (COMMON style; issue 25 asks it of acp, sdkrpc and core).
+const maxFuncLines = 120
+
+// TestFunctionsFitOnAScreen parses the non-test Go files of acp, sdkrpc and
+// core and fails for every function (or method) longer than maxFuncLines,
+// counted from its func line to its closing brace, naming it.
+func TestFunctionsFitOnAScreen(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	for _, root := range []string{"acp", "sdkrpc", "core"} {
+		err := filepath.WalkDir(filepath.Join("..", "..", root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			files++
+			for _, decl := range f.Decls {
+				fn, ok := decl.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				from, to := fset.Position(fn.Pos()), fset.Position(fn.End())
+				if n := to.Line - from.Line + 1; n > maxFuncLines {
+					t.Errorf("%s:%d: %s is %d lines (at most %d): split it", filepath.ToSlash(path), from.Line, funcName(fn), n, maxFuncLines)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files < 50 {
+		t.Fatalf("only %d files parsed: the walk did not find the tree", files)
+	}
+}
+
+// funcName is fn's name, with its receiver's type for a method.
+func funcName(fn *ast.FuncDecl) string {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 {
+		return fn.Name.Name
+	}
+	typ := fn.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if idx, ok := typ.(*ast.IndexExpr); ok { // a generic receiver
+		typ = idx.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fn.Name.Name
+	}
+	return fn.Name.Name
 }

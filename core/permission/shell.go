@@ -20,130 +20,164 @@ type shellParts struct {
 // splitCommand lexes s with enough of the shell's quoting rules to find
 // its simple commands. It never executes or expands anything.
 func splitCommand(s string) shellParts {
-	var sp shellParts
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	flushWord := func() {
-		if inWord {
-			words = append(words, cur.String())
-			cur.Reset()
-			inWord = false
-		}
-	}
-	endPart := func() {
-		flushWord()
-		if len(words) > 0 {
-			sp.parts = append(sp.parts, words)
-			words = nil
-		}
-	}
-	inner := func(text string, end int) {
-		sp.opaque = true
-		in := splitCommand(text)
-		sp.parts = append(sp.parts, in.parts...)
-		sp.broken = sp.broken || in.broken || end >= len(s)
-	}
+	l := &shellLexer{s: s}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
+		i = l.step(i)
+	}
+	l.endPart()
+	return l.sp
+}
+
+// shellLexer is splitCommand's state: the line, what it found so far, and
+// the simple command and word being read.
+type shellLexer struct {
+	s      string
+	sp     shellParts
+	words  []string
+	cur    strings.Builder
+	inWord bool
+}
+
+func (l *shellLexer) flushWord() {
+	if l.inWord {
+		l.words = append(l.words, l.cur.String())
+		l.cur.Reset()
+		l.inWord = false
+	}
+}
+
+func (l *shellLexer) endPart() {
+	l.flushWord()
+	if len(l.words) > 0 {
+		l.sp.parts = append(l.sp.parts, l.words)
+		l.words = nil
+	}
+}
+
+// inner lists the commands of a substitution or subshell whose text is
+// text and whose closing byte is at end (len(s) when it has none).
+func (l *shellLexer) inner(text string, end int) {
+	l.sp.opaque = true
+	in := splitCommand(text)
+	l.sp.parts = append(l.sp.parts, in.parts...)
+	l.sp.broken = l.sp.broken || in.broken || end >= len(l.s)
+}
+
+// substitution reads the command substitution starting at s[i] (a
+// backtick or "$(") into the current word and returns the index of its
+// closing byte.
+func (l *shellLexer) substitution(i int) int {
+	s := l.s
+	var k, body int
+	if s[i] == '`' {
+		k, body = closingBacktick(s, i), i+1
+	} else {
+		k, body = closingParen(s, i+1), i+2
+	}
+	l.inner(between(s, body, k), k)
+	l.cur.WriteString(s[i:min(k+1, len(s))])
+	return k
+}
+
+// step lexes the construct that starts at s[i] and returns the index of
+// its last byte.
+func (l *shellLexer) step(i int) int {
+	s := l.s
+	c := s[i]
+	switch {
+	case c == '\'':
+		end := strings.IndexByte(s[i+1:], '\'')
+		if end < 0 {
+			end = len(s) - i - 1
+			l.sp.broken = true
+		}
+		l.cur.WriteString(s[i+1 : i+1+end])
+		l.inWord = true
+		return i + end + 1
+	case c == '"':
+		return l.doubleQuoted(i)
+	case c == '\\':
+		if i+1 < len(s) {
+			i++
+			if s[i] != '\n' { // a line continuation joins lines
+				l.cur.WriteByte(s[i])
+				l.inWord = true
+			}
+		}
+		return i
+	case c == '`' || c == '$' && i+1 < len(s) && s[i+1] == '(':
+		l.inWord = true
+		return l.substitution(i)
+	case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
+		k := closingParen(s, i+1)
+		l.inner(between(s, i+2, k), k)
+		return k
+	case c == '<' || c == '>':
+		// A redirection: a pending all-digit word is its fd.
+		if l.inWord && isDigits(l.cur.String()) {
+			l.cur.Reset()
+			l.inWord = false
+		}
+		l.flushWord()
+		return redirection(s, i, &l.sp)
+	case c == ';' || c == '&' || c == '|' || c == '\n':
+		return l.separator(i)
+	case c == '(' || c == ')',
+		(c == '{' || c == '}') && !l.inWord && (i+1 == len(s) || isSpace(s[i+1]) || s[i+1] == ';'):
+		l.sp.opaque = true
+		l.endPart()
+	case c == '#' && !l.inWord:
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		return i - 1
+	case isSpace(c):
+		l.flushWord()
+	default:
+		l.cur.WriteByte(c)
+		l.inWord = true
+	}
+	return i
+}
+
+// doubleQuoted reads the double-quoted string starting at s[i] into the
+// current word (substitutions inside it are listed) and returns the index
+// of its closing quote.
+func (l *shellLexer) doubleQuoted(i int) int {
+	s := l.s
+	l.inWord = true
+	j := i + 1
+	for ; j < len(s) && s[j] != '"'; j++ {
 		switch {
-		case c == '\'':
-			end := strings.IndexByte(s[i+1:], '\'')
-			if end < 0 {
-				end = len(s) - i - 1
-				sp.broken = true
-			}
-			cur.WriteString(s[i+1 : i+1+end])
-			inWord = true
-			i += end + 1
-		case c == '"':
-			inWord = true
-			j := i + 1
-			for ; j < len(s) && s[j] != '"'; j++ {
-				switch {
-				case s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`\n", s[j+1]) >= 0:
-					j++
-					cur.WriteByte(s[j])
-				case s[j] == '`':
-					k := closingBacktick(s, j)
-					inner(between(s, j+1, k), k)
-					cur.WriteString(s[j:min(k+1, len(s))])
-					j = k
-				case s[j] == '$' && j+1 < len(s) && s[j+1] == '(':
-					k := closingParen(s, j+1)
-					inner(between(s, j+2, k), k)
-					cur.WriteString(s[j:min(k+1, len(s))])
-					j = k
-				default:
-					cur.WriteByte(s[j])
-				}
-			}
-			if j >= len(s) {
-				sp.broken = true
-			}
-			i = j
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				if s[i] != '\n' { // a line continuation joins lines
-					cur.WriteByte(s[i])
-					inWord = true
-				}
-			}
-		case c == '`':
-			k := closingBacktick(s, i)
-			inner(between(s, i+1, k), k)
-			cur.WriteString(s[i:min(k+1, len(s))])
-			inWord = true
-			i = k
-		case c == '$' && i+1 < len(s) && s[i+1] == '(':
-			k := closingParen(s, i+1)
-			inner(between(s, i+2, k), k)
-			cur.WriteString(s[i:min(k+1, len(s))])
-			inWord = true
-			i = k
-		case (c == '<' || c == '>') && i+1 < len(s) && s[i+1] == '(':
-			k := closingParen(s, i+1)
-			inner(between(s, i+2, k), k)
-			i = k
-		case c == '<' || c == '>':
-			// A redirection: a pending all-digit word is its fd.
-			if inWord && isDigits(cur.String()) {
-				cur.Reset()
-				inWord = false
-			}
-			flushWord()
-			i = redirection(s, i, &sp)
-		case c == ';' || c == '&' || c == '|' || c == '\n':
-			if c == '&' && i+1 < len(s) && s[i+1] == '>' { // &> file
-				flushWord()
-				i = redirection(s, i+1, &sp)
-				continue
-			}
-			endPart()
-			if i+1 < len(s) && (s[i+1] == c || (c == '|' && s[i+1] == '&')) {
-				i++
-			}
-		case c == '(' || c == ')':
-			sp.opaque = true
-			endPart()
-		case (c == '{' || c == '}') && !inWord && (i+1 == len(s) || isSpace(s[i+1]) || s[i+1] == ';'):
-			sp.opaque = true
-			endPart()
-		case c == '#' && !inWord:
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-			i--
-		case isSpace(c):
-			flushWord()
+		case s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`\n", s[j+1]) >= 0:
+			j++
+			l.cur.WriteByte(s[j])
+		case s[j] == '`' || s[j] == '$' && j+1 < len(s) && s[j+1] == '(':
+			j = l.substitution(j)
 		default:
-			cur.WriteByte(c)
-			inWord = true
+			l.cur.WriteByte(s[j])
 		}
 	}
-	endPart()
-	return sp
+	if j >= len(s) {
+		l.sp.broken = true
+	}
+	return j
+}
+
+// separator ends the simple command at the control operator at s[i] (or
+// reads the redirection of "&>") and returns the index of its last byte.
+func (l *shellLexer) separator(i int) int {
+	s := l.s
+	c := s[i]
+	if c == '&' && i+1 < len(s) && s[i+1] == '>' { // &> file
+		l.flushWord()
+		return redirection(s, i+1, &l.sp)
+	}
+	l.endPart()
+	if i+1 < len(s) && (s[i+1] == c || (c == '|' && s[i+1] == '&')) {
+		i++
+	}
+	return i
 }
 
 // redirection consumes a redirection starting at s[i] ('<' or '>') and

@@ -256,175 +256,212 @@ const (
 // result must never answer a call that was not announced), a
 // TOOL_OUTCOME_UNKNOWN result for every call of the turn that has none, a
 // step/end for an open step, and a turn/end of kind interrupted. Seqs
-// start at next, the log's next seq; every event gets time now. Message ids are derived from the session id and seq, so a
-// read-only replay and a later repair name them alike. file labels errors.
+// start at next, the log's next seq; every event gets time now. Message
+// ids are derived from the session id and seq, so a read-only replay and a
+// later repair name them alike. file labels errors.
 func closeTurn(events []event.Event, next int64, sessionID string, now int64, file string) ([]event.Event, error) {
-	start := -1
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == event.TypeTurnEnd {
-			return nil, nil
+	start, t := openTurn(events)
+	if start < 0 {
+		return nil, nil
+	}
+	for _, ev := range events[start:] {
+		if err := t.read(ev); err != nil {
+			return nil, corrupt(file, int(ev.Seq)+2, "bad %s payload: %v", ev.Type, err)
 		}
-		if events[i].Type == event.TypeTurnStart {
-			start = i
-			break
+	}
+	return t.closers(next, sessionID, now), nil
+}
+
+// openTurn finds the unfinished turn at the end of events: the index of
+// its first event, or -1 when the last turn ended (or none began), and the
+// state to read it with.
+func openTurn(events []event.Event) (int, *turnState) {
+	t := &turnState{seen: map[string]int{}, results: map[string]bool{}}
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case event.TypeTurnEnd:
+			return -1, nil
+		case event.TypeTurnStart:
+			return i, t
 		}
 	}
 	// A log read from a checkpoint made inside a step starts in that
 	// step's turn.
-	var inTurn event.CompactionCheckpoint
-	if start < 0 && len(events) > 0 && events[0].Type == event.TypeCompactionCheckpoint {
-		if err := json.Unmarshal(events[0].Data, &inTurn); err == nil && inTurn.Step > 0 {
-			start = 0
-		}
+	if len(events) == 0 || events[0].Type != event.TypeCompactionCheckpoint {
+		return -1, nil
 	}
-	if start < 0 {
-		return nil, nil
+	var cp event.CompactionCheckpoint
+	if err := json.Unmarshal(events[0].Data, &cp); err != nil || cp.Step <= 0 {
+		return -1, nil
 	}
-	type call struct {
-		id              string
-		turn, step      int
-		name, arguments string
-		announced       bool // a tool/call event is in the log
-	}
-	var (
-		calls    []call
-		seen     = map[string]int{} // call id → index in calls
-		results  = map[string]bool{}
-		turn     int
-		step     event.Step
-		stepOpen bool
-	)
-	if inTurn.Step > 0 {
-		turn, step, stepOpen = inTurn.Turn, event.Step{Turn: inTurn.Turn, Step: inTurn.Step}, true
-	}
-	addCall := func(c call) {
-		if c.id == "" {
-			return
-		}
-		if i, ok := seen[c.id]; ok {
-			calls[i].announced = calls[i].announced || c.announced
-			return
-		}
-		seen[c.id] = len(calls)
-		calls = append(calls, c)
-	}
-	for i := start; i < len(events); i++ {
-		ev := events[i]
-		bad := func(err error) error {
-			return corrupt(file, int(ev.Seq)+2, "bad %s payload: %v", ev.Type, err)
-		}
-		switch ev.Type {
-		case event.TypeTurnStart:
-			var d event.TurnStart
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, bad(err)
-			}
-			turn = d.Turn
-		case event.TypeStepStart:
-			if err := json.Unmarshal(ev.Data, &step); err != nil {
-				return nil, bad(err)
-			}
-			stepOpen = true
-		case event.TypeStepEnd:
-			stepOpen = false
-		case event.TypeToolCall:
-			var d struct {
-				Turn   int    `json:"turn"`
-				Step   int    `json:"step"`
-				CallID string `json:"callId"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, bad(err)
-			}
-			addCall(call{id: d.CallID, turn: d.Turn, step: d.Step, announced: true})
-		case event.TypeAssistantMessage:
-			var d struct {
-				Turn    int `json:"turn"`
-				Step    int `json:"step"`
-				Message struct {
-					Content []struct {
-						Type      string `json:"type"`
-						ID        string `json:"id"`
-						Name      string `json:"name"`
-						Arguments string `json:"arguments"`
-					} `json:"content"`
-				} `json:"message"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, bad(err)
-			}
-			for _, b := range d.Message.Content {
-				if b.Type == event.BlockToolCall {
-					addCall(call{id: b.ID, turn: d.Turn, step: d.Step, name: b.Name, arguments: b.Arguments})
-				}
-			}
-		case event.TypeToolResult:
-			var d struct {
-				Message struct {
-					Content []struct {
-						Type       string `json:"type"`
-						ToolCallID string `json:"toolCallId"`
-					} `json:"content"`
-					Source struct {
-						CallID string `json:"callId"`
-					} `json:"source"`
-				} `json:"message"`
-			}
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return nil, bad(err)
-			}
-			for _, b := range d.Message.Content {
-				if b.Type == event.BlockToolResult {
-					results[b.ToolCallID] = true
-				}
-			}
-			if d.Message.Source.CallID != "" {
-				results[d.Message.Source.CallID] = true
-			}
-		}
-	}
+	t.turn, t.step, t.stepOpen = cp.Turn, event.Step{Turn: cp.Turn, Step: cp.Step}, true
+	return 0, t
+}
 
+// turnState is what an unfinished turn's events say about it: its calls
+// in order, the results recorded, the open step.
+type turnState struct {
+	calls    []openCall
+	seen     map[string]int // call id → index in calls
+	results  map[string]bool
+	turn     int
+	step     event.Step
+	stepOpen bool
+}
+
+// openCall is a call of the unfinished turn.
+type openCall struct {
+	id              string
+	turn, step      int
+	name, arguments string
+	announced       bool // a tool/call event is in the log
+}
+
+func (t *turnState) addCall(c openCall) {
+	if c.id == "" {
+		return
+	}
+	if i, ok := t.seen[c.id]; ok {
+		t.calls[i].announced = t.calls[i].announced || c.announced
+		return
+	}
+	t.seen[c.id] = len(t.calls)
+	t.calls = append(t.calls, c)
+}
+
+// read folds one event of the turn in; an error is a payload it cannot
+// read.
+func (t *turnState) read(ev event.Event) error {
+	switch ev.Type {
+	case event.TypeTurnStart:
+		var d event.TurnStart
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		t.turn = d.Turn
+	case event.TypeStepStart:
+		if err := json.Unmarshal(ev.Data, &t.step); err != nil {
+			return err
+		}
+		t.stepOpen = true
+	case event.TypeStepEnd:
+		t.stepOpen = false
+	case event.TypeToolCall:
+		var d struct {
+			Turn   int    `json:"turn"`
+			Step   int    `json:"step"`
+			CallID string `json:"callId"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		t.addCall(openCall{id: d.CallID, turn: d.Turn, step: d.Step, announced: true})
+	case event.TypeAssistantMessage:
+		return t.readMessage(ev)
+	case event.TypeToolResult:
+		return t.readResult(ev)
+	}
+	return nil
+}
+
+// readMessage notes the calls of an assistant/message.
+func (t *turnState) readMessage(ev event.Event) error {
+	var d struct {
+		Turn    int `json:"turn"`
+		Step    int `json:"step"`
+		Message struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ID        string `json:"id"`
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return err
+	}
+	for _, b := range d.Message.Content {
+		if b.Type == event.BlockToolCall {
+			t.addCall(openCall{id: b.ID, turn: d.Turn, step: d.Step, name: b.Name, arguments: b.Arguments})
+		}
+	}
+	return nil
+}
+
+// readResult notes the calls a tool/result answers.
+func (t *turnState) readResult(ev event.Event) error {
+	var d struct {
+		Message struct {
+			Content []struct {
+				Type       string `json:"type"`
+				ToolCallID string `json:"toolCallId"`
+			} `json:"content"`
+			Source struct {
+				CallID string `json:"callId"`
+			} `json:"source"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return err
+	}
+	for _, b := range d.Message.Content {
+		if b.Type == event.BlockToolResult {
+			t.results[b.ToolCallID] = true
+		}
+	}
+	if d.Message.Source.CallID != "" {
+		t.results[d.Message.Source.CallID] = true
+	}
+	return nil
+}
+
+// closers makes the events that close the turn, numbered from next.
+func (t *turnState) closers(next int64, sessionID string, now int64) []event.Event {
 	var out []event.Event
-	add := func(typ string, data any) event.Event {
+	add := func(typ string, data any) {
 		ev := event.New(typ, data)
 		ev.Seq = next + int64(len(out))
 		ev.Time = now
 		out = append(out, ev)
-		return ev
 	}
-	for _, c := range calls {
-		if !c.announced && !results[c.id] {
+	for _, c := range t.calls {
+		if !c.announced && !t.results[c.id] {
 			add(event.TypeToolCall, event.ToolCall{Turn: c.turn, Step: c.step, CallID: c.id, Name: c.name, Arguments: c.arguments})
 		}
 	}
-	for _, c := range calls {
-		if results[c.id] {
+	for _, c := range t.calls {
+		if t.results[c.id] {
 			continue
 		}
-		seq := next + int64(len(out))
-		msgID := syntheticID(sessionID, seq)
-		add(event.TypeToolResult, event.ToolResult{
-			Turn: c.turn,
-			Step: c.step,
-			Message: event.Message{
-				ID:   msgID,
-				Role: "user",
-				Content: []event.ContentBlock{{
-					Type:       event.BlockToolResult,
-					ToolCallID: c.id,
-					Content:    []event.ContentBlock{event.Text(outcomeLostText)},
-					IsError:    true,
-				}},
-				Source: event.Source{Kind: "tool", CallID: c.id},
-			},
-			Error: &event.ToolErrorInfo{Name: toolErrorName, Code: event.ToolOutcomeUnknown},
-		})
+		add(event.TypeToolResult, outcomeLost(c, syntheticID(sessionID, next+int64(len(out)))))
 	}
-	if stepOpen {
-		add(event.TypeStepEnd, step)
+	if t.stepOpen {
+		add(event.TypeStepEnd, t.step)
 	}
-	add(event.TypeTurnEnd, event.TurnEnd{Turn: turn, Reason: event.TurnEndReason{Kind: event.ReasonInterrupted}})
-	return out, nil
+	add(event.TypeTurnEnd, event.TurnEnd{Turn: t.turn, Reason: event.TurnEndReason{Kind: event.ReasonInterrupted}})
+	return out
+}
+
+// outcomeLost is the TOOL_OUTCOME_UNKNOWN result of call c, as message
+// msgID.
+func outcomeLost(c openCall, msgID string) event.ToolResult {
+	return event.ToolResult{
+		Turn: c.turn,
+		Step: c.step,
+		Message: event.Message{
+			ID:   msgID,
+			Role: "user",
+			Content: []event.ContentBlock{{
+				Type:       event.BlockToolResult,
+				ToolCallID: c.id,
+				Content:    []event.ContentBlock{event.Text(outcomeLostText)},
+				IsError:    true,
+			}},
+			Source: event.Source{Kind: "tool", CallID: c.id},
+		},
+		Error: &event.ToolErrorInfo{Name: toolErrorName, Code: event.ToolOutcomeUnknown},
+	}
 }
 
 // firstLine returns the first line of r (without '\n'), however long.
