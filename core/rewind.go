@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dsh-dev/dsh/core/atomicfile"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/snapshot"
 )
@@ -405,7 +406,7 @@ func (s *Session) finishRewind(ctx context.Context, p *rewindPlan, fresh bool) (
 		if err != nil {
 			return nil, fmt.Errorf("rewind: encode the plan: %w", err)
 		}
-		if err := writeFileSync(path, data); err != nil {
+		if err := atomicfile.Write(path, data, true); err != nil {
 			return nil, fmt.Errorf("rewind: write the plan: %w", err)
 		}
 	}
@@ -476,33 +477,4 @@ func (s *Session) repairRewind(ctx context.Context) error {
 	s.rt.log.Info("finishing a rewind cut short", "session", s.id, "plan", p.ID)
 	_, err = s.finishRewind(ctx, &p, false)
 	return err
-}
-
-// writeFileSync writes data to path whole: temporary file, fsync, rename,
-// fsync of the folder.
-func writeFileSync(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-plan-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

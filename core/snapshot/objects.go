@@ -1,11 +1,12 @@
 package snapshot
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/dsh-dev/dsh/core/atomicfile"
 )
 
 func (s *Store) blobPath(hash string) string {
@@ -53,7 +54,7 @@ func (s *Store) putBlob(hash string, data []byte) (stored bool, err error) {
 
 	err = os.MkdirAll(filepath.Dir(path), 0o700)
 	if err == nil {
-		err = writeAtomic(path, data, false)
+		err = atomicfile.Write(path, data, false)
 	}
 	s.blobMu.Lock()
 	delete(s.writing, hash)
@@ -91,51 +92,4 @@ func (s *Store) readBlob(hash string) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot: content %s: %w", hash, err)
 	}
 	return data, nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// folder and a rename, so a reader (or a crash) sees the old file or the
-// new one, never a part; with sync the data and the rename are flushed.
-func writeAtomic(path string, data []byte, sync bool) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil && sync {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if sync {
-		return syncDir(dir)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return err
-	}
-	return nil
 }

@@ -14,6 +14,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/gob"
@@ -29,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-dev/dsh/core/atomicfile"
 	"github.com/dsh-dev/dsh/core/event"
 )
 
@@ -322,23 +324,11 @@ func (s *Store) cachePath(root string) string {
 // speed-up, so a failure is ignored: the next process hashes again.
 func (s *Store) saveCache(root string, c *rootCache) {
 	path := s.cachePath(root)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	var buf bytes.Buffer
+	if gob.NewEncoder(&buf).Encode(c) != nil || os.MkdirAll(filepath.Dir(path), 0o700) != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return
-	}
-	err = gob.NewEncoder(tmp).Encode(c)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	_ = atomicfile.Write(path, buf.Bytes(), false)
 }
 
 // Load reads the manifest id, checking its hash.
@@ -382,7 +372,11 @@ func (s *Store) writeManifest(m *Manifest) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return id, nil
 	}
-	if err := writeAtomic(path, data, true); err != nil {
+	err = os.MkdirAll(filepath.Dir(path), 0o700)
+	if err == nil {
+		err = atomicfile.Write(path, data, true)
+	}
+	if err != nil {
 		return "", fmt.Errorf("write manifest: %w", err)
 	}
 	return id, nil
