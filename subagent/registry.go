@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dsh-dev/dsh/core/jsonx"
 )
 
 // Protocols a provider can speak.
@@ -136,6 +138,9 @@ func resolveSelf(self []string) []string {
 	}
 	return out
 }
+
+// EntryKeys are the keys a provider object of the config takes.
+func EntryKeys() []string { return jsonx.Keys(entry{}) }
 
 // entry is one provider object of the config.
 type entry struct {

@@ -8,6 +8,11 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core"
+	"github.com/dsh-dev/dsh/core/jsonx"
+	"github.com/dsh-dev/dsh/core/mcp"
+	"github.com/dsh-dev/dsh/subagent"
 )
 
 // fileConfig is the config file's shape. Every key a user may write is a
@@ -133,13 +138,14 @@ func parseConfig(path string, data []byte) (fileConfig, error) {
 }
 
 // entryKeys are the keys of each entry of the config's objects of named
-// entries: an MCP server (core/mcp's file entry), a model's prices
-// (core.Price), a subagent provider (subagent's entry). "subagents" also
-// holds "default", a provider name.
+// entries, read from the structs their parsers decode into, so a key a
+// parser learns is known here too: an MCP server (core/mcp's file entry),
+// a model's prices (core.Price), a subagent provider (subagent's entry).
+// "subagents" also holds "default", a provider name.
 var entryKeys = map[string][]string{
-	"mcpServers": {"type", "command", "args", "env", "url", "headers", "disabled"},
-	"prices":     {"currency", "inputCacheHit", "inputCacheMiss", "output"},
-	"subagents":  {"protocol", "command", "env", "cwd", "pool", "idleTimeout"},
+	"mcpServers": mcp.FileEntryKeys(),
+	"prices":     jsonx.Keys(core.Price{}),
+	"subagents":  subagent.EntryKeys(),
 }
 
 // unknownEntryKey explains a key inside an entry of mcpServers, prices or

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,4 +71,23 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The keys inside mcpServers, prices and subagents entries are read from
+// the structs their parsers decode into: every key each parser takes
+// passes the check (one it does not take is refused with a did-you-mean,
+// TestConfigErrorsInWords), and the lists hold the keys users write.
+func TestEntryKeysAreTheParsersKeys(t *testing.T) {
+	for setting, want := range map[string]string{"mcpServers": "args", "prices": "inputCacheHit", "subagents": "idleTimeout"} {
+		keys := entryKeys[setting]
+		if !slices.Contains(keys, want) {
+			t.Errorf("%s: keys %v lack %q", setting, keys, want)
+		}
+		for _, k := range keys {
+			body := fmt.Sprintf(`{%q: {"e": {%q: null}}}`, setting, k)
+			if _, err := parseConfig("c.json", []byte(body)); err != nil && strings.Contains(err.Error(), "unknown key") {
+				t.Errorf("%s: the parser's own key %q is refused: %v", setting, k, err)
+			}
+		}
+	}
 }

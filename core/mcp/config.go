@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/dsh-dev/dsh/core/jsonx"
 )
 
 // Transport is how dsh reaches a server.
@@ -120,6 +122,9 @@ type fileEntry struct {
 	Headers  map[string]string `json:"headers,omitempty"`
 	Disabled bool              `json:"disabled,omitempty"`
 }
+
+// FileEntryKeys are the keys a server entry of the config file takes.
+func FileEntryKeys() []string { return jsonx.Keys(fileEntry{}) }
 
 // ParseFile reads the config file's "mcpServers" object:
 //
