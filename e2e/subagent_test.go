@@ -1310,7 +1310,7 @@ func TestSubagentChildEnv(t *testing.T) {
 			"DSH_SANDBOX=auto", "DSH_SANDBOX_NETWORK=false", "DSH_COMMAND_ENV=E2E_PLAIN", "DSH_DISALLOWED_TOOLS=web_fetch"},
 		// A flag wins over the environment, for the children too; what
 		// limits the parent's tools limits the children's.
-		flags: []string{"--step-cap", "66", "--sandbox", "required", "--disallowed-tools", "bash(rm *)"},
+		flags: []string{"--step-cap", "66", "--sandbox", "required", "--disallowed-tools", "bash(rm *)", "--web-search", "on"},
 		providers: map[string]map[string]any{other: {"protocol": "acp", "command": []string{dshBin, "acp"},
 			"env": map[string]string{"DEEPSEEK_API_KEY": modeltest.TestKey}}},
 	})
@@ -1339,12 +1339,13 @@ func TestSubagentChildEnv(t *testing.T) {
 			"DSH_SANDBOX_NETWORK":  "false",
 			"DSH_COMMAND_ENV":      "E2E_PLAIN",
 			"DSH_DISALLOWED_TOOLS": "web_fetch, bash(rm *)",
+			"DSH_WEB_SEARCH":       "on",
 		}
 		if a == other {
 			// Not our binary as far as the gateway knows: no DSH_*
 			// settings but the depth; the key came from its config.
 			for _, k := range []string{"DSH_STEP_CAP", "DSH_PROVIDER", "DSH_SESSION_ROOT", "DSH_SANDBOX", "DSH_SANDBOX_NETWORK",
-				"DSH_COMMAND_ENV", "DSH_DISALLOWED_TOOLS"} {
+				"DSH_COMMAND_ENV", "DSH_DISALLOWED_TOOLS", "DSH_WEB_SEARCH"} {
 				want[k] = ""
 			}
 		}

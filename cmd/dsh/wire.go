@@ -178,6 +178,8 @@ func buildRuntime(s Settings, origin string, logger *slog.Logger) (*runtime, err
 	childEnv["DSH_SANDBOX"] = s.Sandbox
 	childEnv["DSH_ALLOWED_TOOLS"] = s.ToolListsGiven.Allow
 	childEnv["DSH_DISALLOWED_TOOLS"] = s.ToolListsGiven.Deny
+	// A dsh child searches the web (and is billed for it) as we do.
+	childEnv["DSH_WEB_SEARCH"] = s.WebSearch
 	if s.Provider == "openai-compatible" {
 		childEnv["OPENAI_BASE_URL"] = s.BaseURL
 	} else {
