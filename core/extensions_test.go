@@ -313,3 +313,31 @@ func TestTypedAgentSessionResumes(t *testing.T) {
 		t.Error("the role was lost with the file")
 	}
 }
+
+// TestHookTreeIsKilled: what a hook leaves running — after its timeout,
+// or after it exits — is killed with it (a zombie waiting for init to
+// reap it counts as gone).
+func TestHookTreeIsKilled(t *testing.T) {
+	files := map[string]string{".claude/settings.json": `{"hooks": {"PreToolUse": [
+		{"matcher": "bash", "hooks": [{"type": "command", "command": "sleep 300 >/dev/null 2>&1 & echo $! > hung.pid; sleep 300", "timeout": 0.5}]},
+		{"matcher": "bash", "hooks": [{"type": "command", "command": "sleep 300 >/dev/null 2>&1 & echo $! > left.pid; exit 0"}]}
+	]}}`}
+	h := extHarness(t, true, files, calls(model.ToolCall{ID: "b", Name: "bash", Arguments: `{"command":"echo ran"}`}), text("done"))
+	s := h.session()
+	run(t, s, "go")
+	if r := resultOf(t, s, "b"); r.Error != nil {
+		t.Fatalf("the call did not run: %+v", r.Error)
+	}
+	for _, f := range []string{"hung.pid", "left.pid"} {
+		b, err := os.ReadFile(filepath.Join(h.cwd, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := strings.TrimSpace(string(b))
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+			if fields := strings.Fields(string(st)); len(fields) > 2 && fields[2] != "Z" {
+				t.Errorf("%s: process %s outlived its hook: %s", f, pid, st)
+			}
+		}
+	}
+}

@@ -56,7 +56,7 @@ func LoadAgents(r Roots, known func(string) bool) ([]Agent, []Diagnostic) {
 	var diags []Diagnostic
 	seen := map[string]string{}
 	for _, pl := range r.places("agents", false) {
-		files, ds := walkMarkdown(pl.dir)
+		files, ds := walkMarkdown(pl.dir, pl.pol)
 		diags = append(diags, ds...)
 		for _, f := range files {
 			a, ds, err := readAgent(f, pl, known)

@@ -36,7 +36,7 @@ func LoadCommands(r Roots) ([]Command, []Diagnostic) {
 	var diags []Diagnostic
 	byName := map[string]int{}
 	for _, pl := range r.places("commands", false) {
-		files, ds := walkMarkdown(pl.dir)
+		files, ds := walkMarkdown(pl.dir, pl.pol)
 		diags = append(diags, ds...)
 		for _, f := range files {
 			c, err := readCommand(f, pl)

@@ -2,6 +2,7 @@ package ext
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -349,5 +350,76 @@ func TestProjectFilesStayInTheProject(t *testing.T) {
 	}
 	if !strings.Contains(diagFor(diags, "key.md"), "secret") || !strings.Contains(diagFor(diags, "outside.md"), "outside") {
 		t.Errorf("diags %v", diags)
+	}
+}
+
+// TestWalksAreBounded: a project's command folder that links out of the
+// project is not walked, and a folder of very many entries costs a
+// bounded walk.
+func TestWalksAreBounded(t *testing.T) {
+	r := fixture(t)
+	proj := filepath.Dir(filepath.Dir(r.Cwd))
+	outside := t.TempDir()
+	writeFileT(t, filepath.Join(outside, "deep", "leak.md"), "from elsewhere\n")
+	if err := os.Symlink(outside, filepath.Join(proj, ".claude", "commands", "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { maxEntries = n }(maxEntries)
+	maxEntries = 200
+	many := filepath.Join(proj, ".dsh", "commands", "many")
+	if err := os.MkdirAll(many, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxEntries + 10 {
+		if err := os.WriteFile(filepath.Join(many, fmt.Sprintf("f%05d.txt", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, diags := LoadCommands(r)
+	if _, ok := byName(cs)["elsewhere:deep:leak"]; ok {
+		t.Error("a command from outside the project loaded")
+	}
+	if msg := diagFor(diags, "commands/elsewhere"); !strings.Contains(msg, "links out of the project") {
+		t.Errorf("link out: %q", msg)
+	}
+	if msg := diagFor(diags, "commands/many"); !strings.Contains(msg, fmt.Sprintf("more than %d entries", maxEntries)) {
+		t.Errorf("many entries: %q", msg)
+	}
+	if _, ok := byName(cs)["fix-issue"]; !ok {
+		t.Error("the project's own commands must still load")
+	}
+}
+
+// TestLinkedSkillFolderListsItsFiles: a skill kept elsewhere and linked
+// into the user's skills folder lists its files.
+func TestLinkedSkillFolderListsItsFiles(t *testing.T) {
+	r := fixture(t)
+	kept := filepath.Join(t.TempDir(), "lint-rules")
+	writeFileT(t, filepath.Join(kept, "SKILL.md"), "---\nname: lint-rules\ndescription: Our lint rules.\n---\nSee rules.txt.\n")
+	writeFileT(t, filepath.Join(kept, "rules.txt"), "no globals\n")
+	if err := os.Symlink(kept, filepath.Join(r.Home, ".claude", "skills", "lint-rules")); err != nil {
+		t.Fatal(err)
+	}
+	skills, _ := LoadSkills(r)
+	for _, sk := range skills {
+		if sk.Name != "lint-rules" {
+			continue
+		}
+		body, files, err := sk.Body()
+		if err != nil || !strings.Contains(body, "See rules.txt.") || !slices.Equal(files, []string{"rules.txt"}) {
+			t.Fatalf("body %q files %v err %v", body, files, err)
+		}
+		return
+	}
+	t.Fatal("the linked skill did not load")
+}
+
+func writeFileT(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

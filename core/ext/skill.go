@@ -54,6 +54,10 @@ func LoadSkills(r Roots) ([]Skill, []Diagnostic) {
 			}
 			continue
 		}
+		if len(entries) > maxFilesPerDir {
+			diags = append(diags, Diagnostic{pl.dir, fmt.Sprintf("more than %d entries; only the first %d (by name) are read", maxFilesPerDir, maxFilesPerDir)})
+			entries = entries[:maxFilesPerDir]
+		}
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
@@ -149,10 +153,21 @@ func (s Skill) Body() (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// The folder itself may be a link (a skill kept elsewhere and linked
+	// in); what it holds is walked without following further links, at
+	// most maxEntries entries.
+	root, err := s.pol.Check(s.Dir)
+	if err != nil {
+		return body, nil, nil
+	}
 	var files []string
-	_ = filepath.WalkDir(s.Dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || p == s.Dir {
+	seen := 0
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == root {
 			return nil
+		}
+		if seen++; seen > maxEntries {
+			return filepath.SkipAll
 		}
 		if strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
@@ -163,7 +178,7 @@ func (s Skill) Body() (string, []string, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if rel, _ := filepath.Rel(s.Dir, p); rel != "SKILL.md" {
+		if rel, _ := filepath.Rel(root, p); rel != "SKILL.md" {
 			if len(files) >= maxSkillFiles {
 				return filepath.SkipAll
 			}
