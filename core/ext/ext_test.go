@@ -423,3 +423,20 @@ func writeFileT(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestHookTimeoutBounds: a huge timeout is the longest, not an overflow
+// that leaves no time at all.
+func TestHookTimeoutBounds(t *testing.T) {
+	hs, diags := ParseHooks(json.RawMessage(`{"Stop": [{"hooks": [
+		{"type": "command", "command": "a", "timeout": 1e12},
+		{"type": "command", "command": "b", "timeout": 86400},
+		{"type": "command", "command": "c", "timeout": 0.25}]}]}`), "s.json", ScopeUser)
+	if len(diags) > 0 || len(hs) != 3 {
+		t.Fatalf("%v %v", hs, diags)
+	}
+	for i, want := range []time.Duration{MaxHookTimeout, MaxHookTimeout, 250 * time.Millisecond} {
+		if hs[i].Timeout != want {
+			t.Errorf("hook %d: timeout %v, want %v", i, hs[i].Timeout, want)
+		}
+	}
+}

@@ -122,8 +122,10 @@ func ParseHooks(raw json.RawMessage, source string, scope Scope) ([]Hook, []Diag
 				if h.Timeout != nil {
 					if *h.Timeout <= 0 {
 						diags = append(diags, Diagnostic{source, where + ": timeout must be a positive number of seconds; the default is used"})
+					} else if *h.Timeout >= MaxHookTimeout.Seconds() {
+						t = MaxHookTimeout // also keeps 1e12 from overflowing a Duration
 					} else {
-						t = min(time.Duration(*h.Timeout*float64(time.Second)), MaxHookTimeout)
+						t = time.Duration(*h.Timeout * float64(time.Second))
 					}
 				}
 				out = append(out, Hook{Event: ev, Matcher: matcher, Command: h.Command, Timeout: t, Source: source, Scope: scope, match: match})
