@@ -380,3 +380,61 @@ func TestRunCommandModelAndAllowedTools(t *testing.T) {
 		t.Errorf("unknown model: exit %d, stderr %q, %d requests", r.Code, r.Stderr, srv.Count()-n)
 	}
 }
+
+// TestACPCommandAllowedToolsAsk: over ACP in ask mode, the trusted
+// fixture's /fix-issue lets `git status` run without a permission
+// request, while the unlisted command of the same turn is asked about.
+func TestACPCommandAllowedToolsAsk(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	w := claudeWorld(t, srv.Env()...)
+	wantExit(t, w.run(nil, "trust"), 0)
+	p := startACP(t, w, "--permission-mode", "ask")
+	p.initialize()
+	sid := p.newSession()
+	listed := modeltest.Call{ID: "c1", Name: "bash", Args: `{"command":"git status --short"}`}
+	unlisted := modeltest.Call{ID: "c2", Name: "bash", Args: `{"command":"echo unlisted"}`}
+	srv.Enqueue(modeltest.ToolCallsReply("", listed, unlisted), modeltest.TextReply("done"))
+	id := p.request("session/prompt", textPrompt(sid, "/fix-issue 7 high"))
+	ask := p.waitFor("the unlisted call's permission request", func(f acpFrame) bool { return f.Method == "session/request_permission" })
+	var req struct {
+		ToolCall struct {
+			RawInput map[string]any `json:"rawInput"`
+		} `json:"toolCall"`
+		Options []struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+	}
+	if err := json.Unmarshal(ask.Params, &req); err != nil {
+		t.Fatal(err)
+	}
+	if cmd := req.ToolCall.RawInput["command"]; cmd != "echo unlisted" {
+		t.Errorf("asked about %v, want only the unlisted command", cmd)
+	}
+	allow := ""
+	for _, o := range req.Options {
+		if o.Kind == "allow_once" {
+			allow = o.OptionID
+		}
+	}
+	p.send(mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": ask.ID, "result": map[string]any{
+		"outcome": map[string]any{"outcome": "selected", "optionId": allow}}}))
+	if f := p.response(id); f.stopReason() != "end_turn" {
+		t.Fatalf("prompt answered %s", f.Raw)
+	}
+	n := 0
+	for _, f := range p.all() {
+		if f.Method == "session/request_permission" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d permission requests, want 1", n)
+	}
+	if reqs := srv.Requests(); len(reqs) != 2 || reqs[1].Body.Model != "deepseek-pro" {
+		t.Errorf("the command's turn: %d requests", len(reqs))
+	} else if got := toolResult(reqs[1], "c2"); !strings.Contains(got, "unlisted") {
+		t.Errorf("the unlisted call, allowed once, did not run: %q", got)
+	}
+}
