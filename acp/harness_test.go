@@ -94,7 +94,7 @@ type hopts struct {
 	// sandboxNotice and containTerminal are the Options'.
 	sandboxNotice   func() string
 	containTerminal func(sandbox.Scope, []string) ([]string, []string, error)
-	// Pacing and the outbox hook (raw harness only).
+	// Pacing and the hooks (the outbox hook: raw harness only).
 	updatesPerSecond float64
 	onOutboxFull     func()
 	onForget         func(string)
@@ -129,7 +129,7 @@ func start(t *testing.T, o hopts) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		h.done <- Serve(ctx, rt, agentIn, agentOut, Options{Logger: testLogger(t), MaxFrameBytes: o.maxFrame, Version: "test", Models: o.models,
-			SandboxNotice: o.sandboxNotice, ContainTerminal: o.containTerminal})
+			SandboxNotice: o.sandboxNotice, ContainTerminal: o.containTerminal, UpdatesPerSecond: o.updatesPerSecond, onForget: o.onForget})
 		_ = agentOut.Close()
 	}()
 	h.in = &lockedWriter{w: clientOut}
