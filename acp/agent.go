@@ -175,7 +175,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 		return sdk.NewSessionResponse{}, nil, coreError(err)
 	}
 	st.attach(a, s)
-	if err := a.adopt(st); err != nil {
+	if err := a.adopt(st, false); err != nil {
 		return sdk.NewSessionResponse{}, nil, rpcError(codeInternalError, "%v", err)
 	}
 	return sdk.NewSessionResponse{
@@ -188,27 +188,24 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 // announceCommands queues the slash-command list of a session.
 func (a *agent) announceCommands(st *sessState) {
 	cmds := st.commands()
-	a.pump.push(item{st: st, update: &cmds})
+	st.rd.push(item{update: &cmds})
 	if n := a.sandboxNotice(); n != nil {
-		a.pump.push(item{st: st, update: n})
+		st.rd.push(item{update: n})
 	}
 	if failed := mcpFailures(st.s); failed != "" {
 		msg := sdk.UpdateAgentMessageText(failed)
-		a.pump.push(item{st: st, update: &msg})
+		st.rd.push(item{update: &msg})
 	}
 }
 
 // open makes a stored (or live, elsewhere in this process) session one of
-// this connection's, checking that it belongs to cwd. With replay, live
-// updates of the session are held back until the replay (queued by the
-// caller) has sent its history, which covers them.
+// this connection's, checking that it belongs to cwd. With replay, a new
+// state's reader holds its live updates back until the caller asks it for
+// the replay, which covers them.
 func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay bool, servers []sdk.McpServer) (*sessState, error) {
 	if st := a.session(string(id)); st != nil {
 		if st.cwd != cwd {
 			return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, st.cwd, cwd)
-		}
-		if replay {
-			st.expectReplay()
 		}
 		addMCP(st.s, servers)
 		return st, nil
@@ -221,12 +218,11 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 			return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, s.Cwd(), cwd)
 		}
 		st := newSessState(a, string(id), s.Cwd())
-		st.replaying = replay
 		o := a.sessionOptions(st)
 		s.Bind(o.Asker, o.Files, o.Exec, nil)
 		st.attach(a, s)
 		addMCP(s, servers)
-		return st, a.adopt(st)
+		return st, a.adopt(st, replay)
 	}
 	h, err := a.rt.Store().ReadHeader(string(id))
 	if err != nil {
@@ -239,7 +235,6 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		return nil, rpcError(codeInvalidParams, "session %s belongs to %s, not %s", id, h.Cwd, cwd)
 	}
 	st := newSessState(a, string(id), h.Cwd)
-	st.replaying = replay
 	s, err := a.rt.Resume(ctx, string(id), withMCP(a.sessionOptions(st), servers))
 	if err != nil {
 		switch {
@@ -251,7 +246,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId, cwd string, replay b
 		return nil, coreError(err)
 	}
 	st.attach(a, s)
-	if err := a.adopt(st); err != nil {
+	if err := a.adopt(st, replay); err != nil {
 		return nil, rpcError(codeInternalError, "%v", err)
 	}
 	return st, nil
@@ -277,9 +272,10 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 		return sdk.LoadSessionResponse{}, err
 	}
 	if err := st.s.SetAdditionalDirs(dirs); err != nil {
+		st.rd.push(item{release: true}) // live from where it was opened
 		return sdk.LoadSessionResponse{}, rpcError(codeInternalError, "session %s: recording additionalDirectories: %v", st.id, err)
 	}
-	if err := st.proj.replay(ctx); err != nil {
+	if err := st.rd.replay(ctx); err != nil {
 		if ctx.Err() != nil {
 			return sdk.LoadSessionResponse{}, ctx.Err() // -32800
 		}
@@ -310,9 +306,9 @@ func (a *agent) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (
 		return sdk.ResumeSessionResponse{}, rpcError(codeInternalError, "session %s: recording additionalDirectories: %v", st.id, err)
 	}
 	cmds := st.commands()
-	_ = a.pump.enqueueWait(ctx, item{st: st, update: &cmds})
+	_ = st.rd.pushWait(ctx, item{update: &cmds})
 	if n := a.sandboxNotice(); n != nil {
-		_ = a.pump.enqueueWait(ctx, item{st: st, update: n})
+		_ = st.rd.pushWait(ctx, item{update: n})
 	}
 	return sdk.ResumeSessionResponse{Modes: modeState(st.s.Mode()), ConfigOptions: a.configOptions(st.s.Config(), st.s.Mode())}, nil
 }

@@ -45,7 +45,7 @@ type asker struct {
 // core.Cancelled; a client that fails to answer is ErrNoAsker, so the
 // gate refuses.
 func (k *asker) Ask(ctx context.Context, req core.PermissionRequest) (core.PermissionAnswer, error) {
-	if err := k.st.waitFor(ctx, k.a.out.done, func() bool { _, ok := k.st.calls[req.CallID]; return ok }); err != nil {
+	if err := k.st.waitFor(ctx, func() bool { _, ok := k.st.calls[req.CallID]; return ok }); err != nil {
 		if ctx.Err() != nil {
 			return core.Cancelled, nil
 		}
@@ -240,7 +240,7 @@ func (e *clientExec) Exec(ctx context.Context, req core.ExecRequest) (core.ExecR
 // streams in the editor. The call is the request's CallID; an executor
 // caller that names none gets the one bash call whose tool_call is out,
 // whose permission was granted and whose result is not in. Either way the
-// update waits until the pump has caught up with every event committed so
+// update waits until the reader has caught up with every event committed so
 // far, so the tool_call is on the wire first. With no call found, the
 // terminal appears with the call's result instead.
 func (e *clientExec) embed(ctx context.Context, callID, tid string) {
@@ -252,7 +252,7 @@ func (e *clientExec) embed(ctx context.Context, callID, tid string) {
 	last := evs[len(evs)-1].Seq
 	wctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	if err := st.waitFor(wctx, e.a.out.done, func() bool { return st.sent >= last }); err != nil {
+	if err := st.waitFor(wctx, func() bool { return st.sent >= last }); err != nil {
 		return
 	}
 	call := callID
@@ -271,7 +271,7 @@ func (e *clientExec) embed(ctx context.Context, callID, tid string) {
 		}
 	}
 	u := sdk.UpdateToolCall(sdk.ToolCallId(call), sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolTerminalRef(tid)}))
-	_ = e.a.pump.enqueueWait(wctx, item{st: st, update: &u})
+	_ = st.rd.pushWait(wctx, item{update: &u})
 }
 
 // envDelta is the part of env that differs from this process's

@@ -66,12 +66,12 @@ func (a *agent) command(ctx context.Context, st *sessState, blocks []sdk.Content
 	}
 	if res.Reply != "" {
 		msg := sdk.UpdateAgentMessageText(res.Reply)
-		if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+		if err := st.rd.pushWait(ctx, item{update: &msg}); err != nil {
 			return nil, opts, sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, true, nil
 		}
 	}
 	if res.Committed {
-		_ = st.waitFor(context.Background(), a.pump.stopped, func() bool { return st.sent >= res.Seq })
+		_ = st.waitFor(context.Background(), func() bool { return st.sent >= res.Seq })
 	}
 	return nil, opts, sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, true, nil
 }

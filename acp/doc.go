@@ -6,7 +6,10 @@
 // Everything a client sees is a projection of committed events
 // (ARCHITECTURE.md §1, §5): each session's committed events become
 // session/update notifications, in commit order, and a prompt is answered
-// only after every update of its turn is on the wire. No token deltas are
+// only after every update of its turn is on the wire. Each session has one
+// reader goroutine on its cursor (reader.go), whose updates leave through
+// the connection's one bounded, paced outbox (outbox.go); session/load is
+// that loop started from the first event, the replay coalesced, then live. No token deltas are
 // sent. Tool calls show the facts core recorded with them; no frame
 // exceeds acp-go-sdk's 10 MiB line cap (frames.go).
 //

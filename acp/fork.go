@@ -62,7 +62,7 @@ func (a *agent) ForkSession(ctx context.Context, p sdk.UnstableForkSessionReques
 		return none, nil, rpcError(codeInternalError, "forking session %s: recording additionalDirectories: %v", src, err)
 	}
 	st.attach(a, s)
-	if err := a.adopt(st); err != nil {
+	if err := a.adopt(st, false); err != nil {
 		return none, nil, rpcError(codeInternalError, "%v", err)
 	}
 	resp := sdk.UnstableForkSessionResponse{SessionId: sdk.SessionId(id), Modes: modeState(s.Mode())}

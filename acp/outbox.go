@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 	"time"
@@ -15,10 +14,10 @@ import (
 // queue, the outbox:
 //
 //   - bounded: put waits while the queue holds outboxSize updates or
-//     outboxBytes of encoded updates, so a client that reads slowly (or
-//     not at all) slows the pump, the pump slows the runtime's
-//     subscription, and the subscription slows the sessions' commits — a
-//     turn slows down, a replay paces itself, and memory stays flat;
+//     outboxBytes of encoded updates (a session at most half the updates),
+//     so a client that reads slowly (or not at all) slows the sessions'
+//     readers, which read their cursors at that pace: the commits never
+//     wait, a replay paces itself, and memory stays flat;
 //   - paced: notifications leave at most at the configured rate (after a
 //     burst), because a client on acp-go-sdk queues notifications in 1,024
 //     slots and drops the connection when its handler falls that far
@@ -35,7 +34,7 @@ import (
 //     message — so a slow client gets fewer frames and loses no fact.
 //
 // Markers ride the same queue: a marker runs its callbacks once every update
-// put before it has been written, which is how the pump's progress (the last
+// put before it has been written, which is how a reader's progress (the last
 // event on the wire, the tool calls the client knows) stays true.
 
 // Defaults of the pacing (see Options.UpdatesPerSecond) and the bounds.
@@ -120,18 +119,6 @@ func (o *outbox) put(session string, u sdk.SessionUpdate, after ...func()) {
 // session queued before it is written (or dropped at close).
 func (o *outbox) mark(session string, fn func()) {
 	o.add(outItem{session: session, after: []func(){fn}})
-}
-
-// markWait queues a marker of a session and waits for it, or for ctx.
-func (o *outbox) markWait(ctx context.Context, session string) error {
-	ch := make(chan struct{})
-	o.mark(session, func() { close(ch) })
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (o *outbox) add(it outItem) {

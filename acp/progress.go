@@ -1,11 +1,13 @@
 package acp
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 )
 
@@ -15,8 +17,9 @@ import (
 // content when it lands. The progress comes from two sources, rendered
 // alike (childProgress):
 //   - an in-process child (the inproc provider) is a child session of the
-//     same runtime: its committed events reach the door's subscription like
-//     the parent's, routed by subagent/start's child session id;
+//     same runtime: when the parent's reader meets subagent/start, it
+//     follows the child's cursor too (reader.noteChild), until
+//     subagent/end;
 //   - an out-of-process child (dsh-sdk, ACP agents) reports through the
 //     gateway, which commits subagent/progress to the parent's log. Those
 //     events replay with the rest on session/load: the log says what the
@@ -27,68 +30,109 @@ import (
 // maxProgressLines bounds the child tool calls listed in one update.
 const maxProgressLines = 12
 
-// childLink is where a child session's progress is shown.
-type childLink struct {
-	st     *sessState
-	callID string
-}
-
-// childProgress is what has been shown of one child, pump goroutine only.
+// childProgress is what has been shown of one child, reader goroutine only.
 type childProgress struct {
 	lines   []string
 	latest  string
 	dropped int
 }
 
+// kid is an in-process child the reader follows: its cursor, read by the
+// reader itself, and the waker that tells the reader the child committed.
+type kid struct {
+	callID string
+	cur    *core.Cursor
+	stop   context.CancelFunc
+}
+
 // noteChild follows a parent's subagent calls, so the events of an
-// in-process child are routed to the parent's call: subagent/start links
-// the child, subagent/end (after the child's last event) unlinks it.
-// Called by the subscription goroutine, which sees the start before any
-// event of the child. Links of parent sessions closed since (a call whose
-// end was never committed) are dropped when the next child is linked.
-func (a *agent) noteChild(st *sessState, ev event.Event) {
+// in-process child are shown in the parent's call: subagent/start starts
+// following the child (from its first event: the child is created just
+// before), subagent/end — committed after the child's last event of the
+// call — reads what is left of the child and lets it go. Live events only.
+func (r *reader) noteChild(ev event.Event) {
 	switch ev.Type {
 	case event.TypeSubagentStart:
 		d, err := event.Decode[event.SubagentStart](ev)
 		if err != nil || d.ChildSessionID == "" {
 			return
 		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if a.children == nil {
-			a.children = map[string]childLink{}
+		child := r.a.rt.Get(d.ChildSessionID)
+		if child == nil {
+			return // gone already: its call's result shows what it did
 		}
-		for id, l := range a.children {
-			if l.st.closed {
-				delete(a.children, id)
-			}
+		r.dropKid(d.ChildSessionID)
+		ctx, stop := context.WithCancel(context.Background())
+		k := &kid{callID: d.CallID, cur: child.Follow(-1), stop: stop}
+		if r.kids == nil {
+			r.kids = map[string]*kid{}
 		}
-		a.children[d.ChildSessionID] = childLink{st: st, callID: d.CallID}
+		r.kids[d.ChildSessionID] = k
+		from := child.LastSeq() // read below; the waker kicks for what comes after
+		r.a.readers.Add(1)      // this reader is counted: never zero here
+		go func() {
+			defer r.a.readers.Done()
+			r.wake(ctx, child, from)
+		}()
+		r.readKid(k)
 	case event.TypeSubagentEnd:
 		d, err := event.Decode[event.SubagentEnd](ev)
 		if err != nil {
 			return
 		}
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if l, ok := a.children[d.ChildSessionID]; ok && l.st == st && l.callID == d.CallID {
-			delete(a.children, d.ChildSessionID)
+		if k := r.kids[d.ChildSessionID]; k != nil && k.callID == d.CallID {
+			r.readKid(k)
+			r.dropKid(d.ChildSessionID)
 		}
 	}
 }
 
-func (a *agent) childOf(id string) (childLink, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l, ok := a.children[id]
-	return l, ok
+// dropKid stops following a child.
+func (r *reader) dropKid(id string) {
+	if k := r.kids[id]; k != nil {
+		k.stop()
+		delete(r.kids, id)
+	}
 }
 
-// childCount is how many child sessions are routed (tests).
-func (a *agent) childCount() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.children)
+// wake kicks the reader each time the child commits after from, until ctx
+// ends or the child has closed. It reads a cursor of its own only to learn of the
+// commits; the reader reads the events.
+func (r *reader) wake(ctx context.Context, child *core.Session, from int64) {
+	c := child.Follow(from)
+	for {
+		if _, err := c.Next(ctx, 1<<16); err != nil {
+			return
+		}
+		select {
+		case r.kick <- struct{}{}:
+		default: // a kick is pending: the reader reads every child then
+		}
+	}
+}
+
+// readKids shows what the followed children committed since last read.
+func (r *reader) readKids() {
+	for _, k := range r.kids {
+		r.readKid(k)
+	}
+}
+
+// readKid projects the child's committed events not read yet into its
+// parent call.
+func (r *reader) readKid(k *kid) {
+	st := r.st
+	for {
+		evs, _, err := k.cur.Read(readBatch)
+		if err != nil || len(evs) == 0 {
+			return
+		}
+		for _, ev := range evs {
+			if u, ok := st.proj.childEvent(k.callID, ev); ok {
+				r.a.out.put(st.id, u)
+			}
+		}
+	}
 }
 
 // childEvent projects one event of an in-process child into its parent

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/dsh-dev/dsh/core"
 	"github.com/dsh-dev/dsh/core/event"
 	"github.com/dsh-dev/dsh/core/permission"
 	"github.com/dsh-dev/dsh/core/tool"
@@ -132,35 +133,49 @@ func callTexts(us []sdk.SessionUpdate, callID string) []string {
 	return out
 }
 
-// The routing of in-process children is dropped when the call's
-// subagent/end lands, and links of a closed parent when the next child is
-// linked: a long session does not accumulate them.
+// A reader follows an in-process child from its subagent/start to the
+// call's subagent/end (another call's end keeps it), and lets the children
+// it still follows go when it ends: a long session does not accumulate
+// them, and no waker goroutine outlives its reader.
 func TestChildLinksPruned(t *testing.T) {
 	rt := newRuntime(t, t.TempDir(), script(step("text", "ok")), permission.ModeAuto)
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	ctx := context.Background()
+	session := func() *core.Session {
+		s, err := rt.Create(ctx, core.SessionOptions{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
 	a := newAgent(rt, Options{Logger: testLogger(t)})
-	st, other := newSessState(a, "parent", t.TempDir()), newSessState(a, "other", t.TempDir())
+	parent := session()
+	st := newSessState(a, parent.ID(), parent.Cwd())
+	st.attach(a, parent)
+	r := newReader(a, st, -1, false)
 	startOf := func(call, kid string) event.Event {
 		return event.New(event.TypeSubagentStart, event.SubagentStart{CallID: call, Provider: "inproc", ChildSessionID: kid})
 	}
 	endOf := func(call, kid string) event.Event {
 		return event.New(event.TypeSubagentEnd, event.SubagentEnd{CallID: call, Provider: "inproc", ChildSessionID: kid, Local: true})
 	}
-	a.noteChild(st, startOf("c1", "k1"))
-	a.noteChild(st, startOf("c2", "k2"))
-	if a.childCount() != 2 {
-		t.Fatalf("%d links, want 2", a.childCount())
+	k1, k2 := session().ID(), session().ID()
+	r.noteChild(startOf("c1", k1))
+	r.noteChild(startOf("c2", k2))
+	if len(r.kids) != 2 {
+		t.Fatalf("%d children followed, want 2", len(r.kids))
 	}
-	a.noteChild(st, endOf("c9", "k1")) // another call's end: kept
-	a.noteChild(st, endOf("c1", "k1"))
-	if _, ok := a.childOf("k1"); ok || a.childCount() != 1 {
-		t.Fatalf("k1 still routed after its end (%d links)", a.childCount())
+	r.noteChild(endOf("c9", k1)) // another call's end: kept
+	r.noteChild(endOf("c1", k1))
+	if _, ok := r.kids[k1]; ok || len(r.kids) != 1 {
+		t.Fatalf("k1 still followed after its end (%d followed)", len(r.kids))
 	}
-	a.mu.Lock()
-	st.closed = true // the parent closed with c2 never ended
-	a.mu.Unlock()
-	a.noteChild(other, startOf("c3", "k3"))
-	if _, ok := a.childOf("k2"); ok || a.childCount() != 1 {
-		t.Fatalf("the closed parent's child still routed (%d links)", a.childCount())
+	r.noteChild(startOf("c3", "session-gone")) // not live: nothing to follow
+	if len(r.kids) != 1 {
+		t.Fatalf("%d children followed, want 1", len(r.kids))
 	}
+	for id := range r.kids { // what the reader's finish does
+		r.dropKid(id)
+	}
+	a.readers.Wait() // every waker ended
 }

@@ -86,7 +86,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	}()
 
 	if u, changed := st.commandsChanged(); changed {
-		if err := a.pump.enqueueWait(ctx, item{st: st, update: &u}); err != nil {
+		if err := st.rd.pushWait(ctx, item{update: &u}); err != nil {
 			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 		}
 	}
@@ -118,7 +118,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	res := ticket.Result()
 	if res.Seq >= 0 {
 		// Every update of the turn goes out before the response.
-		_ = st.waitFor(context.Background(), a.out.done, func() bool { return st.sent >= res.Seq })
+		_ = st.waitFor(context.Background(), func() bool { return st.sent >= res.Seq })
 	}
 	st.pmu.Lock()
 	cancelled := st.cancelRequested
@@ -153,7 +153,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 // stopReason refusal.
 func (a *agent) refused(ctx context.Context, st *sessState, why string) (sdk.PromptResponse, error) {
 	msg := sdk.UpdateAgentMessageText(why)
-	if err := a.pump.enqueueWait(ctx, item{st: st, update: &msg}); err != nil {
+	if err := st.rd.pushWait(ctx, item{update: &msg}); err != nil {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
 	return sdk.PromptResponse{StopReason: sdk.StopReasonRefusal}, nil

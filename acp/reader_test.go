@@ -82,6 +82,10 @@ func TestLoadDoesNotHoldUpOtherSessions(t *testing.T) {
 		t.Fatalf("B's prompt answered before its message: %v", bKinds)
 	}
 
+	// A prompt of A after the load: every update before its answer is out.
+	if r := h.promptText(a, "after the load"); r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("A's prompt: %+v", r)
+	}
 	gotA := kinds(h.cl.got(a))
 	replayEnd := indexOf(gotA, "available_commands_update")
 	modes := 0

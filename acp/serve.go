@@ -123,17 +123,6 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 		a.out.run(func(err error) { opts.Logger.Debug("acp: session/update not sent", "err", err) })
 	}()
 
-	sub := rt.Subscribe()
-	subDone := make(chan struct{})
-	go func() {
-		defer close(subDone)
-		a.subscribe(sub)
-	}()
-	pumpDone := make(chan struct{})
-	go func() {
-		defer close(pumpDone)
-		a.pump.run()
-	}()
 	readDone := make(chan error, 1)
 	go func() { readDone <- conn.Run() }()
 
@@ -169,17 +158,15 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 
 	// Teardown: nothing more goes out (a write the client is not reading
 	// is abandoned), every session closes (its turn is cancelled and
-	// settles; commits never wait for the door), then the pump and the
-	// subscription stop and the handlers return.
+	// settles; commits never wait for the door), then the sessions'
+	// readers and the outbox stop and the handlers return.
 	conn.CloseWrite()
 	w.Abandon()
 	conn.Stop()
 	a.shutdown()
-	sub.Close()
-	<-subDone
-	a.pump.stop()
-	<-pumpDone
+	close(a.stop)
 	a.out.close()
+	a.readers.Wait()
 	<-outDone
 	a.handlers.Wait()
 	conn.Wait()

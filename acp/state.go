@@ -10,7 +10,6 @@ import (
 
 	"github.com/dsh-dev/dsh/acp/wire"
 	"github.com/dsh-dev/dsh/core"
-	"github.com/dsh-dev/dsh/core/event"
 )
 
 // agent serves one ACP connection: it is the wire.Handler the door
@@ -20,16 +19,16 @@ type agent struct {
 	conn *peer
 	opts Options
 	log  *slog.Logger
-	pump *pump
 	out  *outbox
+	// stop ends the sessions' readers (teardown); readers counts them and
+	// the child followers.
+	stop    chan struct{}
+	readers sync.WaitGroup
 
 	mu       sync.Mutex
 	closing  bool
 	client   sdk.ClientCapabilities
 	sessions map[string]*sessState
-	// children maps an in-process subagent's session to the parent call
-	// that shows its progress.
-	children map[string]childLink
 
 	// handlers counts running request handlers, so Serve returns only
 	// after the last one.
@@ -39,9 +38,7 @@ type agent struct {
 var _ wire.Handler = (*agent)(nil)
 
 func newAgent(rt *core.Runtime, opts Options) *agent {
-	a := &agent{rt: rt, opts: opts, log: opts.Logger, sessions: map[string]*sessState{}}
-	a.pump = newPump(a)
-	return a
+	return &agent{rt: rt, opts: opts, log: opts.Logger, sessions: map[string]*sessState{}, stop: make(chan struct{})}
 }
 
 var errShuttingDown = errors.New("the agent is shutting down")
@@ -76,17 +73,10 @@ func (a *agent) session(id string) *sessState {
 	return st
 }
 
-// tracked returns the state of a session whose events are projected
-// (open, or closed with updates still draining).
-func (a *agent) tracked(id string) *sessState {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.sessions[id]
-}
-
-// adopt makes st the session's state. A session registered while the
-// connection closes is closed at once.
-func (a *agent) adopt(st *sessState) error {
+// adopt makes st the session's state and starts its reader, after the
+// last event attach saw (held: a session/load replays the history first).
+// A session registered while the connection closes is closed at once.
+func (a *agent) adopt(st *sessState, held bool) error {
 	a.mu.Lock()
 	if a.closing {
 		a.mu.Unlock()
@@ -94,7 +84,15 @@ func (a *agent) adopt(st *sessState) error {
 		return errShuttingDown
 	}
 	a.sessions[st.id] = st
+	st.progMu.Lock() // waitFor may run on a turn's goroutine already
+	st.rd = newReader(a, st, st.start, held)
+	st.progMu.Unlock()
+	a.readers.Add(1)
 	a.mu.Unlock()
+	go func() {
+		defer a.readers.Done()
+		st.rd.run(a.stop)
+	}()
 	return nil
 }
 
@@ -115,49 +113,43 @@ type sessState struct {
 	// prompt re-announces it when a command file changed.
 	cmds string
 
-	// proj is used under projMu: by the pump for live events, by a
-	// session/load for its replay.
-	projMu sync.Mutex
-	proj   *projector
+	// rd is the session's reader (reader.go), set by adopt; proj is its
+	// projection, used by rd's goroutine only; start is the seq rd starts
+	// after.
+	rd    *reader
+	proj  *projector
+	start int64
 
-	// Progress of the pump on this session, guarded by progMu: sent is the
-	// seq of the last event projected; calls are the tool calls whose
-	// tool_call update is on the wire, with whether their result is too.
-	progMu sync.Mutex
-	sent   int64
-	// queued is the seq of the last event handed to the outbox (guarded
-	// by projMu); sent trails it until the outbox has written it.
-	queued int64
-	// replaying: a session/load will replay the history, so live events
-	// are skipped (skipped is the last one), guarded by projMu.
-	replaying bool
-	skipped   int64
-	calls     map[string]bool
-	execs     []execCall // bash calls sent and not finished, in order
-	progress  chan struct{}
+	// Progress of the reader on this session, guarded by progMu: sent is
+	// the seq of the last event whose updates are written; calls are the
+	// tool calls whose tool_call update is on the wire, with whether their
+	// result is too.
+	progMu   sync.Mutex
+	sent     int64
+	calls    map[string]bool
+	execs    []execCall // bash calls sent and not finished, in order
+	progress chan struct{}
 }
 
 func newSessState(a *agent, id, cwd string) *sessState {
-	return &sessState{id: id, cwd: cwd, sent: -1, queued: -1, skipped: -1, calls: map[string]bool{}, progress: make(chan struct{})}
+	return &sessState{id: id, cwd: cwd, sent: -1, start: -1, calls: map[string]bool{}, progress: make(chan struct{})}
 }
 
 // attach binds the state to its runtime session, before the state is
-// adopted (the pump reads s and proj only after that).
+// adopted: the running cost starts from the history, and the reader
+// starts after its last event.
 func (st *sessState) attach(a *agent, s *core.Session) {
 	st.s = s
 	st.cwd = s.Cwd()
 	st.proj = newProjector(a, st)
-	st.proj.seedCost(s.Events())
+	evs := s.Events()
+	st.proj.seedCost(evs)
+	if n := len(evs); n > 0 {
+		st.start = evs[n-1].Seq
+	}
 }
 
-// expectReplay makes live projection wait for a replay (session/load).
-func (st *sessState) expectReplay() {
-	st.projMu.Lock()
-	st.replaying = true
-	st.projMu.Unlock()
-}
-
-// advance publishes the pump's progress to waiters.
+// advance publishes the reader's progress to waiters.
 func (st *sessState) advance(fn func()) {
 	st.progMu.Lock()
 	fn()
@@ -167,12 +159,16 @@ func (st *sessState) advance(fn func()) {
 }
 
 // waitFor blocks until cond holds (checked under progMu), ctx ends or the
-// pump stops.
-func (st *sessState) waitFor(ctx context.Context, stopped <-chan struct{}, cond func() bool) error {
+// reader has stopped and its updates are written.
+func (st *sessState) waitFor(ctx context.Context, cond func() bool) error {
 	for {
+		var stopped <-chan struct{}
 		st.progMu.Lock()
 		ok := cond()
 		ch := st.progress
+		if st.rd != nil {
+			stopped = st.rd.flushed
+		}
 		st.progMu.Unlock()
 		if ok {
 			return nil
@@ -185,45 +181,6 @@ func (st *sessState) waitFor(ctx context.Context, stopped <-chan struct{}, cond 
 			return errShuttingDown
 		}
 	}
-}
-
-// subscribe feeds the pump with the committed events of this connection's
-// sessions. It waits when the pump's queue is full: a slow client slows the
-// sessions publishing to it, and nothing queues without bound.
-func (a *agent) subscribe(sub *core.Subscription) {
-	for {
-		select {
-		case n := <-sub.C():
-			if n.Kind == core.NoticeClosed {
-				a.sessionClosed(n.SessionID)
-			}
-			if n.Kind != core.NoticeEvent {
-				continue
-			}
-			// The state is bound now: a session closed and loaded again
-			// gets a new state, and this event belongs to the old one.
-			if st := a.tracked(n.SessionID); st != nil {
-				a.noteChild(st, n.Event)
-				a.pump.push(item{st: st, event: &n.Event})
-			} else if l, ok := a.childOf(n.SessionID); ok {
-				a.pump.push(item{st: l.st, event: &n.Event, childCall: l.callID})
-			}
-		case <-sub.Done():
-			return
-		}
-	}
-}
-
-// sessionClosed queues the forgetting of a session's state once its core session
-// has closed: the state goes when every update queued before it is on the
-// wire. A state that a later session/load replaced (a new core session)
-// stays.
-func (a *agent) sessionClosed(id string) {
-	st := a.tracked(id)
-	if st == nil || !st.s.Closed() {
-		return
-	}
-	a.pump.push(item{st: st, forget: true})
 }
 
 // forget drops st, unless the session's state is another one by now.
@@ -244,117 +201,4 @@ func (a *agent) forget(st *sessState) {
 type execCall struct {
 	id      string
 	allowed bool
-}
-
-// item is one unit of work of the pump.
-type item struct {
-	st *sessState
-	// event is a committed event to project; with childCall, an event of
-	// a child session shown in that call of st.
-	event     *event.Event
-	childCall string
-	// update is sent as is (available commands, a terminal embedded in a
-	// running tool call).
-	update *sdk.SessionUpdate
-	// done, when set, is closed once the item's updates are on the wire.
-	done chan struct{}
-	// forget: the session closed; its state goes once the outbox has
-	// written what came before.
-	forget bool
-}
-
-// pumpQueue bounds the pump's queue (events and door-made updates).
-const pumpQueue = 1024
-
-// pump turns live events into updates, in commit order, into the outbox.
-// Replays do not go through it: a session/load projects its snapshot on
-// its own goroutine, holding the session's projection lock (see
-// projector.replay).
-type pump struct {
-	a       *agent
-	ch      chan item
-	stopReq chan struct{}
-	stopped chan struct{}
-	once    sync.Once
-}
-
-func newPump(a *agent) *pump {
-	return &pump{a: a, ch: make(chan item, pumpQueue), stopReq: make(chan struct{}), stopped: make(chan struct{})}
-}
-
-// push queues it, waiting while the queue is full. After stop it is
-// dropped (its done closed).
-func (p *pump) push(it item) {
-	select {
-	case <-p.stopReq:
-		if it.done != nil {
-			close(it.done)
-		}
-		return
-	default:
-	}
-	select {
-	case p.ch <- it:
-	case <-p.stopReq:
-		if it.done != nil {
-			close(it.done)
-		}
-	}
-}
-
-// stop ends run after what is queued has been processed.
-func (p *pump) stop() { p.once.Do(func() { close(p.stopReq) }) }
-
-func (p *pump) run() {
-	defer close(p.stopped)
-	for {
-		select {
-		case it := <-p.ch:
-			p.process(it)
-		case <-p.stopReq:
-			for {
-				select {
-				case it := <-p.ch:
-					p.process(it)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (p *pump) process(it item) {
-	st := it.st
-	switch {
-	case it.event != nil && it.childCall != "":
-		st.projMu.Lock()
-		if u, ok := st.proj.childEvent(it.childCall, *it.event); ok {
-			p.a.out.put(st.id, u)
-		}
-		st.projMu.Unlock()
-	case it.event != nil:
-		st.proj.live(*it.event)
-	case it.update != nil:
-		p.a.out.put(st.id, *it.update)
-	case it.forget:
-		p.a.out.mark(st.id, func() { p.a.forget(st) })
-	}
-	if it.done != nil {
-		p.a.out.mark(st.id, func() { close(it.done) })
-	}
-}
-
-// enqueueWait queues it and waits until its updates are on the wire.
-func (p *pump) enqueueWait(ctx context.Context, it item) error {
-	it.done = make(chan struct{})
-	p.push(it)
-	select {
-	case <-it.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.a.out.done:
-		return errShuttingDown
-	}
 }

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -23,7 +22,7 @@ const (
 )
 
 // projector turns one session's committed events into ACP updates. It is
-// used by the pump goroutine only.
+// used by the session's reader goroutine only (reader.go).
 type projector struct {
 	a  *agent
 	st *sessState
@@ -43,100 +42,9 @@ func newProjector(a *agent, st *sessState) *projector {
 	return &projector{a: a, st: st, mode: st.s.Mode()}
 }
 
-// live projects a committed event, unless a replay already covered it.
-func (p *projector) live(ev event.Event) {
-	st := p.st
-	st.projMu.Lock()
-	defer st.projMu.Unlock()
-	if ev.Seq <= st.queued {
-		return
-	}
-	if st.replaying {
-		// A session/load is about to replay this event with the rest.
-		st.skipped = max(st.skipped, ev.Seq)
-		return
-	}
-	ups, note := p.project(ev, false)
-	for _, u := range ups {
-		p.a.out.put(st.id, u)
-	}
-	st.queued = ev.Seq
-	seq := ev.Seq
-	p.a.out.mark(st.id, func() {
-		st.advance(func() {
-			st.sent = max(st.sent, seq)
-			if note != nil {
-				note()
-			}
-		})
-	})
-}
-
-// replay sends the whole history of the session, then the slash commands,
-// and waits until they are on the wire. It runs on the session/load
-// handler's goroutine, not the pump's: the history is read (which takes
-// the session's commit lock) before the projection lock is held, so a pump
-// waiting for this replay never holds up the commit the read waits for.
-// When live events were projected between the read and the lock, the read
-// is done again: the replay must end where live projection resumes.
-func (p *projector) replay(ctx context.Context) error {
-	st := p.st
-	for {
-		evs, err := st.s.Transcript()
-		if err != nil {
-			return err
-		}
-		last := int64(-1)
-		if n := len(evs); n > 0 {
-			last = evs[n-1].Seq
-		}
-		st.projMu.Lock()
-		if st.queued > last || st.skipped > last {
-			st.projMu.Unlock()
-			continue
-		}
-		st.replaying = false
-		var notes []func()
-		p.cost, p.costCurrency, p.lastUsage = 0, "", nil // recomputed from the whole history
-		var all []sdk.SessionUpdate
-		rewound := core.Rewound(evs) // a load shows the conversation as rewound
-		for _, ev := range evs {
-			if rewound.Hidden(ev.Seq) {
-				continue
-			}
-			ups, note := p.project(ev, true)
-			all = append(all, ups...)
-			if note != nil {
-				notes = append(notes, note)
-			}
-		}
-		for _, u := range coalesceReplay(all) {
-			p.a.out.put(st.id, u)
-		}
-		st.queued = last
-		p.mode = st.s.Mode()
-		if p.lastUsage != nil {
-			p.a.out.put(st.id, *p.lastUsage)
-		}
-		p.a.out.put(st.id, st.commands())
-		if n := p.a.sandboxNotice(); n != nil {
-			p.a.out.put(st.id, *n)
-		}
-		p.a.out.mark(st.id, func() {
-			st.advance(func() {
-				st.sent = max(st.sent, last)
-				for _, fn := range notes {
-					fn()
-				}
-			})
-		})
-		st.projMu.Unlock()
-		return p.a.out.markWait(ctx, st.id)
-	}
-}
-
-// project maps one event to updates; note, when set, records the pump's
-// progress on tool calls (run under the session's progress lock).
+// project maps one event to updates; note, when set, records the reader's
+// progress on tool calls (run under the session's progress lock once the
+// updates are written).
 func (p *projector) project(ev event.Event, replay bool) ([]sdk.SessionUpdate, func()) {
 	switch ev.Type {
 	case event.TypeUserMessage:
