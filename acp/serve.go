@@ -157,15 +157,16 @@ func Serve(ctx context.Context, rt *core.Runtime, in io.Reader, out io.Writer, o
 	}
 
 	// Teardown: nothing more goes out (a write the client is not reading
-	// is abandoned), every session closes (its turn is cancelled and
-	// settles; commits never wait for the door), then the sessions'
-	// readers and the outbox stop and the handlers return.
+	// is abandoned, and the outbox drops what it holds, so no reader waits
+	// for room), every session closes (its turn is cancelled and settles;
+	// commits never wait for the door), then the sessions' readers stop and
+	// the handlers return.
 	conn.CloseWrite()
 	w.Abandon()
 	conn.Stop()
+	a.out.close()
 	a.shutdown()
 	close(a.stop)
-	a.out.close()
 	a.readers.Wait()
 	<-outDone
 	a.handlers.Wait()
