@@ -182,11 +182,11 @@ func registerSettingFlags(fs *flag.FlagSet) *settingFlags {
 	fs.StringVar(&f.compactAt, "compact-at", "", "share of the window at which a session compacts (default 0.8) [$DSH_COMPACT_AT]")
 	fs.StringVar(&f.sandbox, "sandbox", "", "contain the commands the model runs: auto | required | off [$DSH_SANDBOX]")
 	fs.StringVar(&f.webSearch, "web-search", "", "DeepSeek's server-side web search and page reading: off | on | all (also OpenAI-compatible endpoints); billed per search (default off) [$DSH_WEB_SEARCH]")
-	fs.Func("allowed-tools", "tools that run without asking, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable)", func(v string) error {
+	fs.Func("allowed-tools", "tools that run without asking, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable) [$DSH_ALLOWED_TOOLS]", func(v string) error {
 		f.allowedTools = append(f.allowedTools, v)
 		return nil
 	})
-	fs.Func("disallowed-tools", "tools that are refused, in every mode: names or TOOL(PATTERN), commas or spaces between (repeatable)", func(v string) error {
+	fs.Func("disallowed-tools", "tools that are refused, in every mode: names (then not offered to the model at all) or TOOL(PATTERN) (refused when called), commas or spaces between (repeatable) [$DSH_DISALLOWED_TOOLS]", func(v string) error {
 		f.disallowedTools = append(f.disallowedTools, v)
 		return nil
 	})
