@@ -20,7 +20,8 @@ type RestartPolicy struct {
 	Max    int
 	Window time.Duration
 	// Backoff is the pause before a restart, doubled for each restart
-	// already in the window (default 200 ms: 200, 400, 800 ms).
+	// already in the window (default 200 ms: 200, 400, 800 ms), up to
+	// MaxRestartBackoff.
 	Backoff time.Duration
 }
 
@@ -29,6 +30,8 @@ const (
 	DefaultMaxRestarts    = 3
 	DefaultRestartWindow  = 5 * time.Minute
 	DefaultRestartBackoff = 200 * time.Millisecond
+	// MaxRestartBackoff caps the doubling pause.
+	MaxRestartBackoff = 30 * time.Second
 )
 
 func (p RestartPolicy) withDefaults() RestartPolicy {
@@ -42,6 +45,17 @@ func (p RestartPolicy) withDefaults() RestartPolicy {
 		p.Backoff = DefaultRestartBackoff
 	}
 	return p
+}
+
+// pause is the wait before a restart when n restarts are already in the
+// window: Backoff doubled n times, at most MaxRestartBackoff (a policy
+// that allows many restarts would otherwise wait hours for the last ones).
+func (p RestartPolicy) pause(n int) time.Duration {
+	d := p.Backoff
+	for ; n > 0 && d < MaxRestartBackoff; n-- {
+		d *= 2
+	}
+	return min(d, MaxRestartBackoff)
 }
 
 var errStopped = errors.New("the session closed while the server was starting")
@@ -98,7 +112,7 @@ func (s *server) restart() {
 			s.mu.Unlock()
 			return
 		}
-		pause := s.set.opts.Restart.Backoff << len(s.restartedAt)
+		pause := s.set.opts.Restart.pause(len(s.restartedAt))
 		s.restartedAt = append(s.restartedAt, time.Now())
 		s.restarts++
 		s.mu.Unlock()

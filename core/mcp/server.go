@@ -217,6 +217,9 @@ var ErrNetworkOff = errors.New("the network is off (sandboxNetwork: false in dsh
 
 // transport builds the SDK transport of the server's kind.
 func (s *server) transport() (sdk.Transport, error) {
+	if dial := s.set.opts.dial; dial != nil {
+		return dial(s.cfg)
+	}
 	switch s.cfg.Transport {
 	case TransportStdio:
 		p, t, err := startStdio(s.cfg, s.set.opts.Cwd, func(msg string) { s.set.warn(s.cfg.Name, msg) }, s.noteDropped)

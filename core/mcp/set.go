@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/dsh-dev/dsh/core/tool"
 )
 
@@ -45,6 +47,10 @@ type Options struct {
 	// network is off for commands and dsh's own requests alike); stdio
 	// servers, which the user runs on this machine, still start.
 	NetworkOff bool
+
+	// dial, when set, connects every server in place of its transport:
+	// tests run servers in memory, inside a testing/synctest bubble.
+	dial func(ServerConfig) (sdk.Transport, error)
 }
 
 // Set is the MCP servers of one session (shared with its in-process
