@@ -113,7 +113,6 @@ func (p *Projector) Event(ev event.Event) error {
 			return err
 		}
 		return p.emit(object{{"type", TypeStatus}, {"phase", PhaseTurnStart}, {"turn", int64(d.Turn)}}, true)
-
 	case event.TypeStepStart:
 		d, err := event.Decode[event.Step](ev)
 		if err != nil {
@@ -125,51 +124,10 @@ func (p *Projector) Event(ev event.Event) error {
 		delete(p.steps, stepKey{d.Turn, d.Step})
 		p.mu.Unlock()
 		return p.emit(object{{"type", TypeStatus}, {"phase", PhaseStepStart}, {"turn", int64(d.Turn)}, {"step", int64(d.Step)}}, true)
-
 	case event.TypeStepEnd:
-		d, err := event.Decode[event.Step](ev)
-		if err != nil {
-			return err
-		}
-		k := stepKey{d.Turn, d.Step}
-		p.mu.Lock()
-		su := p.steps[k]
-		delete(p.steps, k)
-		p.mu.Unlock()
-		o := object{{"type", TypeStatus}, {"phase", PhaseStepEnd}, {"turn", int64(d.Turn)}, {"step", int64(d.Step)}}
-		if u := su.object(); u != nil {
-			o = append(o, member{"usage", u})
-		}
-		return p.emit(o, true)
-
+		return p.stepEnd(ev)
 	case event.TypeTurnEnd:
-		// The reason is projected as recorded, so it is parsed from the raw
-		// payload rather than re-marshalled from a struct that might drop
-		// fields a newer writer added.
-		var d struct {
-			Turn   int             `json:"turn"`
-			Reason json.RawMessage `json:"reason"`
-		}
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return fmt.Errorf("decode %s event (seq %d): %w", ev.Type, ev.Seq, err)
-		}
-		var reason any
-		if len(d.Reason) > 0 {
-			r, err := parseJSON(string(d.Reason), false)
-			if err != nil {
-				return fmt.Errorf("decode %s event (seq %d): reason: %w", ev.Type, ev.Seq, err)
-			}
-			reason = r
-		}
-		p.mu.Lock()
-		for k := range p.steps {
-			if k.turn == d.Turn {
-				delete(p.steps, k)
-			}
-		}
-		p.mu.Unlock()
-		return p.emit(object{{"type", TypeStatus}, {"phase", PhaseTurnEnd}, {"turn", int64(d.Turn)}, {"reason", reason}}, true)
-
+		return p.turnEnd(ev)
 	case event.TypeAssistantAttempt:
 		// Attempts are never projected as content (a discarded attempt must
 		// leave no trace), but their usage counts toward the step.
@@ -179,68 +137,124 @@ func (p *Projector) Event(ev event.Event) error {
 		}
 		p.addUsage(stepKey{d.Turn, d.Step}, d.Usage)
 		return nil
-
 	case event.TypeAssistantMessage:
-		d, err := event.Decode[event.AssistantMessage](ev)
-		if err != nil {
-			return err
-		}
-		p.addUsage(stepKey{d.Turn, d.Step}, d.Usage)
-		if !ev.IsAppend() {
-			// A compaction replacement is history, not new output.
-			return nil
-		}
-		for _, b := range d.Message.Content {
-			var typ string
-			switch b.Type {
-			case event.BlockText:
-				typ = TypeText
-			case event.BlockReasoning:
-				typ = TypeThinking
-			default:
-				continue // tool-call blocks belong to tool/call events
-			}
-			// An empty block carries nothing a supervisor could use and
-			// providers emit them as stream artefacts (an empty leading
-			// reasoning string), so only non-empty blocks are projected.
-			if b.Text == "" {
-				continue
-			}
-			if err := p.emit(object{{"type", typ}, {"text", b.Text}}, true); err != nil {
-				return err
-			}
-		}
-		return nil
-
+		return p.assistantMessage(ev)
 	case event.TypeToolCall:
 		d, err := event.Decode[event.ToolCall](ev)
 		if err != nil {
 			return err
 		}
 		return p.emit(object{{"type", TypeToolCall}, {"callId", d.CallID}, {"tool", d.Name}, {"input", toolInput(d.Arguments)}}, true)
-
 	case event.TypeToolResult:
-		if !ev.IsAppend() {
-			// Projecting a replacement would emit a call id with no
-			// matching tool_call.
-			return nil
-		}
-		d, err := event.Decode[event.ToolResult](ev)
-		if err != nil {
-			return err
-		}
-		b := d.Result()
-		status := "completed"
-		if b.IsError || d.Error != nil {
-			status = "error"
-		}
-		callID := b.ToolCallID
-		if callID == "" {
-			callID = d.Message.Source.CallID
-		}
-		return p.emit(object{{"type", TypeToolResult}, {"callId", callID}, {"status", status}, {"result", event.JoinText(b.Content)}}, true)
+		return p.toolResult(ev)
 	}
 	return nil
+}
+
+// stepEnd projects a step/end with the usage the step's model calls
+// reported.
+func (p *Projector) stepEnd(ev event.Event) error {
+	d, err := event.Decode[event.Step](ev)
+	if err != nil {
+		return err
+	}
+	k := stepKey{d.Turn, d.Step}
+	p.mu.Lock()
+	su := p.steps[k]
+	delete(p.steps, k)
+	p.mu.Unlock()
+	o := object{{"type", TypeStatus}, {"phase", PhaseStepEnd}, {"turn", int64(d.Turn)}, {"step", int64(d.Step)}}
+	if u := su.object(); u != nil {
+		o = append(o, member{"usage", u})
+	}
+	return p.emit(o, true)
+}
+
+// turnEnd projects a turn/end. The reason is projected as recorded, so it
+// is parsed from the raw payload rather than re-marshalled from a struct
+// that might drop fields a newer writer added.
+func (p *Projector) turnEnd(ev event.Event) error {
+	var d struct {
+		Turn   int             `json:"turn"`
+		Reason json.RawMessage `json:"reason"`
+	}
+	if err := json.Unmarshal(ev.Data, &d); err != nil {
+		return fmt.Errorf("decode %s event (seq %d): %w", ev.Type, ev.Seq, err)
+	}
+	var reason any
+	if len(d.Reason) > 0 {
+		r, err := parseJSON(string(d.Reason), false)
+		if err != nil {
+			return fmt.Errorf("decode %s event (seq %d): reason: %w", ev.Type, ev.Seq, err)
+		}
+		reason = r
+	}
+	p.mu.Lock()
+	for k := range p.steps {
+		if k.turn == d.Turn {
+			delete(p.steps, k)
+		}
+	}
+	p.mu.Unlock()
+	return p.emit(object{{"type", TypeStatus}, {"phase", PhaseTurnEnd}, {"turn", int64(d.Turn)}, {"reason", reason}}, true)
+}
+
+// assistantMessage projects a committed message's text and reasoning
+// blocks and counts its usage.
+func (p *Projector) assistantMessage(ev event.Event) error {
+	d, err := event.Decode[event.AssistantMessage](ev)
+	if err != nil {
+		return err
+	}
+	p.addUsage(stepKey{d.Turn, d.Step}, d.Usage)
+	if !ev.IsAppend() {
+		// A compaction replacement is history, not new output.
+		return nil
+	}
+	for _, b := range d.Message.Content {
+		var typ string
+		switch b.Type {
+		case event.BlockText:
+			typ = TypeText
+		case event.BlockReasoning:
+			typ = TypeThinking
+		default:
+			continue // tool-call blocks belong to tool/call events
+		}
+		// An empty block carries nothing a supervisor could use and
+		// providers emit them as stream artefacts (an empty leading
+		// reasoning string), so only non-empty blocks are projected.
+		if b.Text == "" {
+			continue
+		}
+		if err := p.emit(object{{"type", typ}, {"text", b.Text}}, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolResult projects a tool/result.
+func (p *Projector) toolResult(ev event.Event) error {
+	if !ev.IsAppend() {
+		// Projecting a replacement would emit a call id with no matching
+		// tool_call.
+		return nil
+	}
+	d, err := event.Decode[event.ToolResult](ev)
+	if err != nil {
+		return err
+	}
+	b := d.Result()
+	status := "completed"
+	if b.IsError || d.Error != nil {
+		status = "error"
+	}
+	callID := b.ToolCallID
+	if callID == "" {
+		callID = d.Message.Source.CallID
+	}
+	return p.emit(object{{"type", TypeToolResult}, {"callId", callID}, {"status", status}, {"result", event.JoinText(b.Content)}}, true)
 }
 
 // toolInput is the projected tool input: the parsed arguments. An empty

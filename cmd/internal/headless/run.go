@@ -60,36 +60,12 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	if o.JSON {
 		proj = NewProjector(o.Stdout)
 	}
-	fail := func(msg string) int {
-		if proj != nil {
-			_ = proj.Error(msg)
-		} else {
-			for _, line := range strings.Split(msg, "\n") {
-				fmt.Fprintf(o.Stderr, "dsh: %s\n", line)
-			}
-		}
-		return 1
+	fail := func(msg string) int { return failed(proj, o.Stderr, msg) }
+	cwd, err := workDir(o.Cwd)
+	if err != nil {
+		return fail(err.Error())
 	}
-
-	cwd := o.Cwd
-	if cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return fail("cannot read the working directory: " + err.Error())
-		}
-		cwd = wd
-	}
-	if r, err := filepath.EvalSymlinks(cwd); err == nil {
-		cwd = r
-	}
-
-	def := rt.Defaults()
-	if _, err := rt.Provider(def.Provider); err != nil {
-		msg := err.Error()
-		var me *model.Error
-		if errors.As(err, &me) && me.Class == model.ClassMissingCredential && o.OfflineHint != "" {
-			msg += "\n" + o.OfflineHint
-		}
+	if msg := providerProblem(rt, o); msg != "" {
 		return fail(msg)
 	}
 
@@ -174,22 +150,77 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 	defer stop()
 	out.OnClose(func() { sess.CancelAll(nil) })
 	if prog != nil && prog.tty {
-		tick := time.NewTicker(SpinnerInterval)
-		defer tick.Stop()
-		go func() {
-			for {
-				select {
-				case <-tick.C:
-					prog.Tick()
-				case <-quit:
-					return
-				}
-			}
-		}()
+		defer spin(prog, quit)()
 	}
 	projectTurn(sub, sess.ID(), startSeq, t, proj, prog, deltas, o.Logger)
 	stopShowing() // before the deferred Close, so no late delta can wait on the loop
-	res := t.Result()
+	return finishRun(o, out, proj, prog, sess.ID(), t.Result())
+}
+
+// failed reports msg (a JSON error line, or each of its lines on stderr)
+// and returns the exit status 1.
+func failed(proj *Projector, stderr io.Writer, msg string) int {
+	if proj != nil {
+		_ = proj.Error(msg)
+	} else {
+		for _, line := range strings.Split(msg, "\n") {
+			fmt.Fprintf(stderr, "dsh: %s\n", line)
+		}
+	}
+	return 1
+}
+
+// workDir is the task's workspace: cwd, or the process's working
+// directory, with symlinks resolved.
+func workDir(cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", errors.New("cannot read the working directory: " + err.Error())
+		}
+		cwd = wd
+	}
+	if r, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = r
+	}
+	return cwd, nil
+}
+
+// providerProblem says why the default provider cannot be used ("" when it
+// can), with the offline hint for a missing credential.
+func providerProblem(rt *core.Runtime, o Options) string {
+	_, err := rt.Provider(rt.Defaults().Provider)
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var me *model.Error
+	if errors.As(err, &me) && me.Class == model.ClassMissingCredential && o.OfflineHint != "" {
+		msg += "\n" + o.OfflineHint
+	}
+	return msg
+}
+
+// spin ticks the progress spinner until quit is closed; the returned func
+// stops its ticker.
+func spin(prog *Progress, quit <-chan struct{}) func() {
+	tick := time.NewTicker(SpinnerInterval)
+	go func() {
+		for {
+			select {
+			case <-tick.C:
+				prog.Tick()
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return tick.Stop
+}
+
+// finishRun shows the turn's result (the final JSON line, or the answer on
+// stdout and how the turn ended on stderr) and returns the exit status.
+func finishRun(o Options, out *stdoutWatch, proj *Projector, prog *Progress, id string, res core.TurnResult) int {
 	if proj != nil {
 		_ = proj.Final(res.Text)
 	} else if !out.Closed() {
@@ -203,7 +234,7 @@ func Run(ctx context.Context, rt *core.Runtime, o Options) int {
 			fmt.Fprintf(o.Stderr, "dsh: turn ended %s%s\n", res.Reason.Kind, detail(res.Reason))
 		}
 		if !o.Progress.Quiet {
-			fmt.Fprintf(o.Stderr, "dsh: session %s (continue it with: dsh run -c, or --session-id %s)\n", sess.ID(), sess.ID())
+			fmt.Fprintf(o.Stderr, "dsh: session %s (continue it with: dsh run -c, or --session-id %s)\n", id, id)
 		}
 	}
 	switch {
