@@ -25,8 +25,8 @@ type Message struct {
 	// Reasoning is the assistant's reasoning_content exactly as streamed.
 	// When thinking is on, every assistant message sends the key, "" when
 	// there was none (DeepSeek 400s otherwise; spec §1.4).
-	Reasoning  string
-	ToolCalls  []ToolCall
+	Reasoning string
+	ToolCalls []ToolCall
 	// ServerFields are the members of an assistant reply dsh did not
 	// know (the result blocks of DeepSeek's server-side web tools), sent
 	// back on the message exactly as received (see ServerField).
@@ -129,7 +129,7 @@ type Response struct {
 	Text         string
 	ToolCalls    []ToolCall
 	ServerFields []ServerField // only when the provider declares server tools
-	FinishReason string // stop | tool_calls | length | content_filter
+	FinishReason string        // stop | tool_calls | length | content_filter
 	Usage        *event.Usage
 	RequestID    string
 }
