@@ -438,3 +438,21 @@ func TestACPCommandAllowedToolsAsk(t *testing.T) {
 		t.Errorf("the unlisted call, allowed once, did not run: %q", got)
 	}
 }
+
+// TestSDKCommandModel: a command file's model holds for its turn through
+// the SDK door too.
+func TestSDKCommandModel(t *testing.T) {
+	t.Parallel()
+	srv := modeltest.New(t)
+	srv.Enqueue(modeltest.TextReply("fixing"))
+	w := claudeWorld(t, srv.Env()...)
+	c := startSDK(t, w, sdkConfig(w))
+	res, err := c.Session("sdk-model").Run(sdkCtx(t), "/fix-issue 9 low")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sdkCheckRun(t, res, "fixing")
+	if m := srv.Last().Body.Model; m != "deepseek-pro" {
+		t.Errorf("the command's turn ran on %q", m)
+	}
+}
