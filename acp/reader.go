@@ -315,11 +315,12 @@ func (r *reader) replayHistory(done chan<- error) error {
 	return nil
 }
 
-// history reads the session's events up to seq until through a cursor of
-// its own, from the first (a part before the last checkpoint is read back
-// from the log).
+// history reads the session's committed events up to seq until through a
+// cursor of its own, from the first (a part before the last checkpoint is
+// read back from the log), without the live stream, which a replay does
+// not show and need not decode.
 func (r *reader) history(until int64) ([]event.Event, error) {
-	c := r.st.s.Follow(-1)
+	c := r.st.s.Follow(-1).SkipStream()
 	var evs []event.Event
 	for c.After() < until {
 		batch, _, err := c.Read(max(readBatch, int(until-c.After())))

@@ -23,10 +23,21 @@ type Cursor struct {
 	// backlog holds the events read from the log that the session's
 	// in-memory history no longer has (before its last checkpoint).
 	backlog []event.Event
+	// committed leaves the live stream out (SkipStream).
+	committed bool
 }
 
 // Follow returns a cursor positioned after seq (-1: from the first event).
 func (s *Session) Follow(after int64) *Cursor { return &Cursor{s: s, after: after} }
+
+// SkipStream makes c read committed events only, without the live stream
+// (assistant/chunk): a replay, which shows committed messages, reads the
+// part of the log behind a checkpoint without decoding the chunks in it
+// (store.ReadCommitted). It returns c.
+func (c *Cursor) SkipStream() *Cursor {
+	c.committed = true
+	return c
+}
 
 // After is the seq of the last event the cursor returned (or its start).
 func (c *Cursor) After() int64 { return c.after }
@@ -53,17 +64,17 @@ func (c *Cursor) Read(max int) ([]event.Event, <-chan struct{}, error) {
 		if err := c.readLog(h[0].Seq); err != nil {
 			return nil, nil, err
 		}
+		if len(c.backlog) == 0 { // only chunks were behind the checkpoint
+			c.after = h[0].Seq - 1
+			return c.Read(max)
+		}
 		return c.take(max), nil, nil
 	}
 	// History is in seq order but may have gaps: a woken session's history
 	// leaves out the live stream it read past (store.ReadCommitted).
 	i := sort.Search(len(h), func(i int) bool { return h[i].Seq > c.after })
-	if i < len(h) {
-		n := min(len(h)-i, max)
-		out := make([]event.Event, n)
-		copy(out, h[i:i+n])
+	if out := c.copyFrom(h[i:], max); len(out) > 0 {
 		s.commitMu.Unlock()
-		c.after = out[n-1].Seq
 		return out, nil, nil
 	}
 	newer, final := s.newerLocked(), s.final
@@ -72,6 +83,33 @@ func (c *Cursor) Read(max int) ([]event.Event, <-chan struct{}, error) {
 		return nil, nil, fmt.Errorf("session %s: %w", s.id, ErrClosed)
 	}
 	return nil, newer, nil
+}
+
+// copyFrom copies up to max events of h (the history after the cursor)
+// and moves the cursor past them, and past the chunks it skips. Called
+// with commitMu held.
+func (c *Cursor) copyFrom(h []event.Event, max int) []event.Event {
+	if !c.committed {
+		n := min(len(h), max)
+		if n == 0 {
+			return nil
+		}
+		out := make([]event.Event, n)
+		copy(out, h[:n])
+		c.after = out[n-1].Seq
+		return out
+	}
+	var out []event.Event
+	for _, ev := range h {
+		if len(out) == max {
+			break
+		}
+		c.after = ev.Seq
+		if ev.Type != event.TypeAssistantChunk {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // Next waits for events after the cursor and returns up to max of them.
@@ -102,18 +140,23 @@ func (c *Cursor) take(max int) []event.Event {
 
 // readLog loads the events after the cursor and before seq until from the
 // session's log: the reader fell behind a checkpoint. It reads them all,
-// the live stream included, as a follower would have seen them: a reader
-// lags, it loses nothing.
+// the live stream included, as a follower would have seen them (a reader
+// lags, it loses nothing), unless the cursor skips the stream.
 func (c *Cursor) readLog(until int64) error {
-	_, all, err := c.s.rt.cfg.Store.Read(c.s.id)
+	read := c.s.rt.cfg.Store.Read
+	if c.committed {
+		read = c.s.rt.cfg.Store.ReadCommitted
+	}
+	_, all, err := read(c.s.id)
 	if err != nil {
 		return fmt.Errorf("session %s: read the log behind its checkpoint: %w", c.s.id, err)
 	}
-	from := c.after + 1
-	if int64(len(all)) < until || from < 0 {
-		return fmt.Errorf("session %s: the log holds %d events, fewer than the %d before its checkpoint", c.s.id, len(all), until)
+	if len(all) == 0 || all[len(all)-1].Seq < until-1 || c.after < -1 {
+		return fmt.Errorf("session %s: the log ends before seq %d, where its checkpoint is", c.s.id, until)
 	}
-	c.backlog = all[from:until:until]
+	lo := sort.Search(len(all), func(i int) bool { return all[i].Seq > c.after })
+	hi := sort.Search(len(all), func(i int) bool { return all[i].Seq >= until })
+	c.backlog = all[lo:hi:hi]
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/dsh-dev/dsh/core/event"
@@ -89,5 +90,59 @@ func TestCursorReadsEveryEventOnceAcrossACheckpoint(t *testing.T) {
 	<-wait // the close wakes a waiting reader
 	if _, _, err := cur.Read(10); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after close: %v", err)
+	}
+}
+
+// TestSkipStreamCursorReadsCommittedOnly: a replay's cursor (SkipStream)
+// reads every committed event once and in order, behind a checkpoint (from
+// the log, without the chunks) and after it (from memory), and none of the
+// live stream; a plain cursor reads the chunks too.
+func TestSkipStreamCursorReadsCommittedOnly(t *testing.T) {
+	h := newHarness(t, text("one"), text("two"), text("summary"), text("three"))
+	s := h.session()
+	run(t, s, "a")
+	run(t, s, "b")
+	if _, err := s.Compact(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "c")
+	_, all, err := h.rt.cfg.Store.Read(s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, chunks []int64
+	for _, ev := range all {
+		if ev.Type == event.TypeAssistantChunk {
+			chunks = append(chunks, ev.Seq)
+		} else {
+			want = append(want, ev.Seq)
+		}
+	}
+	if len(chunks) == 0 || chunks[0] > s.Events()[0].Seq {
+		t.Fatalf("the fixture has no chunk before its checkpoint (chunks %v, checkpoint %d)", chunks, s.Events()[0].Seq)
+	}
+	for _, tc := range []struct {
+		cur  *Cursor
+		want int
+	}{{s.Follow(-1).SkipStream(), len(want)}, {s.Follow(-1), len(all)}} {
+		var got []int64
+		for {
+			evs, _, err := tc.cur.Read(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				got = append(got, ev.Seq)
+			}
+		}
+		if len(got) != tc.want || !slices.IsSorted(got) {
+			t.Fatalf("read %d events (%v), want %d in order", len(got), got, tc.want)
+		}
+		if tc.want == len(want) && !slices.Equal(got, want) {
+			t.Fatalf("skip-stream cursor read %v, want the committed %v", got, want)
+		}
 	}
 }
