@@ -34,7 +34,7 @@ type Options struct {
 	// UpdatesPerSecond paces session/update notifications after a burst of
 	// 768: acp-go-sdk clients drop the connection when their handler falls
 	// 1,024 notifications behind, and no ACP message tells an agent how far
-	// a client's handler has got. 0 means 6,000 per second, which a client
+	// a client's handler has got. 0 means 4,000 per second, which a client
 	// whose handler takes 100 µs per update keeps up with; a slower client
 	// needs a lower setting (800 holds a 1 ms handler). A write the pipe
 	// holds back halves the rate for a while. A negative value disables

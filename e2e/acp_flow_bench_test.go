@@ -17,6 +17,7 @@ package e2e
 // while a client that stopped reading holds a 1,500-call turn.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -239,6 +240,70 @@ func BenchmarkACPFlow(b *testing.B) {
 			b.ReportMetric(float64(fixture.n), "events")
 		})
 	}
+	// load100k/raw: the fastest reader there is, a loop that only reads
+	// lines; what the pace costs a fast client is its time here at the
+	// default against DSH_ACP_UPDATES_PER_SEC=off.
+	b.Run("load100k/raw", func(b *testing.B) {
+		fixture.once.Do(func() {
+			fixture.root, fixture.id, fixture.n = bigSession(b, parent)
+		})
+		flowReport(b, func() (int64, int, time.Duration) { return rawLoad(b, fixture.root, fixture.id) })
+		b.ReportMetric(float64(fixture.n), "events")
+	})
+}
+
+// rawLoad runs one session/load of id through a client that reads lines
+// as fast as they come and does nothing with them: updates counted, the
+// time from the request to its answer.
+func rawLoad(b *testing.B, root, id string) (int64, int, time.Duration) {
+	b.Helper()
+	_, env := acpBenchEnv(b, "DSH_PERMISSION_MODE=full", "DSH_SESSION_ROOT="+root,
+		"DSH_ACP_UPDATES_PER_SEC="+os.Getenv("DSH_ACP_UPDATES_PER_SEC"))
+	cmd := exec.Command(dshBin, "acp")
+	cmd.Dir, cmd.Env = flowCwd(root), env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	send := func(v any) {
+		raw, _ := json.Marshal(v)
+		if _, err := stdin.Write(append(raw, '\n')); err != nil {
+			b.Fatal(err)
+		}
+	}
+	answer := func(id int) (updates int64) {
+		for lines.Scan() {
+			var m struct {
+				ID     *int   `json:"id"`
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m.ID != nil && *m.ID == id && m.Method == "" {
+				return updates
+			}
+			if m.Method == "session/update" {
+				updates++
+			}
+		}
+		b.Fatalf("dsh acp ended before answering request %d: %v", id, lines.Err())
+		return 0
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": 1}})
+	answer(1)
+	start := time.Now()
+	send(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": map[string]any{
+		"sessionId": id, "cwd": flowCwd(root), "mcpServers": []any{}}})
+	n := answer(2)
+	return n, 0, time.Since(start)
 }
 
 func flowLost(r *flowRun, err error) int {
