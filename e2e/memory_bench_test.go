@@ -36,20 +36,24 @@ func procStatusKB(pid int, field string) (int64, error) {
 }
 
 // BenchmarkMemory reports the resident memory of one `dsh sdk` process:
-// idle after initialize, and its peak after 50 concurrent sessions of one
-// scripted turn each (a tool step and a text step).
+// idle after initialize, and its peak after 16, 50 or 100 concurrent
+// sessions of one scripted turn each (a tool step and a text step).
 func BenchmarkMemory(b *testing.B) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("needs /proc")
 	}
-	for i := 0; i < b.N; i++ {
-		idle, peak := memoryOnce(b)
-		b.ReportMetric(float64(idle)/1024, "MiB-idle")
-		b.ReportMetric(float64(peak)/1024, "MiB-peak-50-sessions")
+	for _, n := range []int{16, 50, 100} {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				idle, peak := memoryOnce(b, n)
+				b.ReportMetric(float64(idle)/1024, "MiB-idle")
+				b.ReportMetric(float64(peak)/1024, "MiB-peak")
+			}
+		})
 	}
 }
 
-func memoryOnce(b *testing.B) (idleKB, peakKB int64) {
+func memoryOnce(b *testing.B, sessions int) (idleKB, peakKB int64) {
 	b.Helper()
 	dir := b.TempDir()
 	script := dir + "/script.json"
@@ -69,8 +73,8 @@ func memoryOnce(b *testing.B) (idleKB, peakKB int64) {
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 50)
-	for i := 0; i < 50; i++ {
+	errs := make(chan error, sessions)
+	for i := 0; i < sessions; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
