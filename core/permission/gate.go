@@ -129,7 +129,7 @@ func (g *Gate) Decide(ctx context.Context, req Request) Decision {
 	if inList && !listed.Allow {
 		return Decision{By: ByRule, Rule: listed.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the disallowed-tools list (%s)", action(req, ""), listed)}
 	}
-	if g.Hook.Decision == HookAsk {
+	if g.Hook.Decision == HookAsk && !readOnlyRefuses(mode, req) {
 		return g.hookAsks(ctx, req)
 	}
 	if mode == ModeFull {
@@ -213,8 +213,20 @@ func (g *Gate) decideMCP(ctx context.Context, req Request, mode Mode, rule Rule,
 	return g.ask(ctx, req, mode, "")
 }
 
+// readOnlyRefuses reports whether a read-only session refuses req whatever
+// a person would answer: anything but a read inside the workspace. A
+// hook's ask must not turn that refusal into a question a person could
+// approve.
+func readOnlyRefuses(mode Mode, req Request) bool {
+	if mode != ModeReadOnly || req.Kind == string(tool.KindMCPRead) {
+		return false
+	}
+	return req.Kind != string(tool.KindRead) || req.Write || outsidePath(req) != ""
+}
+
 // hookAsks asks about a call a PreToolUse hook wants asked about, in
-// every mode; a deny rule still refuses it first.
+// every mode (a read-only session's refusals stay refusals, see
+// readOnlyRefuses); a deny rule still refuses it first.
 func (g *Gate) hookAsks(ctx context.Context, req Request) Decision {
 	if rule, ruled := g.Rules.Match(req); ruled && !rule.Allow {
 		return Decision{By: ByRule, Rule: rule.String(), Reason: fmt.Sprintf("permission denied: %s is refused by the rule %s", action(req, ""), rule)}

@@ -49,6 +49,10 @@ func TestTurnGrantsAndHookVerdicts(t *testing.T) {
 		{"hook ask in full mode", ModeFull, Grants{}, HookAsk, bash("ls"), true, true, ByUser, ""},
 		{"hook ask beats a grant", ModeAsk, grants, HookAsk, bash("git add x"), true, true, ByUser, ""},
 		{"deny rule before hook ask", ModeAuto, Grants{}, HookAsk, bash("git push"), false, false, ByRule, "deny"},
+		{"hook ask cannot open a read-only session to a write", ModeReadOnly, Grants{}, HookAsk, write(filepath.Join(ws, "a.go")), false, false, ByMode, ""},
+		{"hook ask cannot open a read-only session to a command", ModeReadOnly, Grants{}, HookAsk, bash("make"), false, false, ByMode, ""},
+		{"hook ask cannot open a read-only session to a read outside", ModeReadOnly, Grants{}, HookAsk, Request{Tool: "read", Kind: "read", Paths: []string{"/etc/dsh-never"}, Workspace: ws}, false, false, ByMode, ""},
+		{"hook ask on a read in a read-only session asks", ModeReadOnly, Grants{}, HookAsk, Request{Tool: "read", Kind: "read", Paths: []string{filepath.Join(ws, "a.go")}, Workspace: ws}, true, true, ByUser, ""},
 	} {
 		a := &testAsker{answer: AllowOnce}
 		g := Gate{Mode: tc.mode, Rules: rules, Asker: a, Turn: tc.turn, Hook: HookVerdict{Decision: tc.hook}}
