@@ -124,3 +124,31 @@ func TestMentionOfASecretPlaceIsRefused(t *testing.T) {
 		t.Fatalf("user message:\n%s", all)
 	}
 }
+
+// TestMentionOfAFolderOutsideIsNotListed: a folder named outside the
+// workspace, directly or through a link inside it, is refused, never
+// listed.
+func TestMentionOfAFolderOutsideIsNotListed(t *testing.T) {
+	h := newHarness(t, text("ok"))
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "private-name.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(h.cwd, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	s := h.session()
+	run(t, s, "list @"+outside+"/ and @elsewhere/")
+	all := event.JoinText(userMessage(t, s).Content)
+	for _, w := range []string{
+		"[dsh: @" + outside + "/ not listed: outside the workspace]",
+		"[dsh: @elsewhere/ not listed: outside the workspace]",
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("the user message lacks %q:\n%s", w, all)
+		}
+	}
+	if strings.Contains(all, "private-name") {
+		t.Fatalf("listed a folder outside the workspace:\n%s", all)
+	}
+}
